@@ -1,0 +1,177 @@
+// The whole kernel API. Raw pointers, sizes and strides; no model types. Every entry has a
+// scalar reference in kernels/ref/ (the spec) and optional AVX2 / AVX-512 / AMX versions,
+// one file per ISA and op. dispatch.cpp reads CPUID once and fills one KernelTable per
+// available ISA; model code calls ds::kern().<op>(...) and never touches an intrinsic.
+//
+// Numerics follow ../shared/SPEC.md ("How the ecosystem computes quantized dot products"):
+// activations are quantized once per row to vec_dot_type(weight type) and the dot product
+// runs in integers per sub-block, scaled in float.
+//
+// Batch invariance [BATCH_INVARIANT]: for every ISA, matmul() computes each output
+// element y[t][r] with exactly the same operations in the same order whatever n_tok,
+// row_begin and row_end are, so a token's result never depends on what else is batched.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/types.h"
+
+namespace ds {
+
+enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kAmx = 3 };
+const char* isa_name(Isa isa);
+
+// The activation block type a weight type's dot product consumes:
+// K-quants -> Q8_K; Q4_0/Q5_0/Q8_0 -> Q8_0; Q4_1/Q5_1 -> Q8_1; F16 -> F16; BF16 -> BF16; F32 -> F32.
+GgmlType vec_dot_type(GgmlType weight);
+
+// y[t * out_stride + r] = dot(W row r, activation row t), r in [row_begin, row_end), t in [0, n_tok).
+struct MatmulArgs {
+  GgmlType wtype;            // weight type
+  const void* w;             // W: [n_out rows][n_in], row r at w + r * w_row_stride
+  size_t w_row_stride;       // bytes
+  int64_t n_in;              // elements per row (a multiple of the block size)
+  int64_t row_begin;         // output rows to compute (the caller splits rows over threads)
+  int64_t row_end;
+  const void* act;           // activations already in vec_dot_type(wtype): [n_tok][n_in]
+  size_t act_row_stride;     // bytes
+  int64_t n_tok;
+  float* out;                // [n_tok][out_stride]
+  int64_t out_stride;        // elements
+};
+
+// RoPE [ROPE]. Angles for pair i of n_rot rotated dims at position p:
+//   theta_e = p * freq_base^(-2i/n_rot) / freq_factors[i] (when given, Llama-3.1 rope_freqs)
+//   linear scaling: theta = theta_e * freq_scale; YaRN (ext_factor > 0): SPEC.md step 4.
+// Returned cos/sin are multiplied by attn_factor (1 for DeepSeek files, see SPEC.md).
+struct RopeParams {
+  int n_rot = 0;               // rotated dims per head (<= head_dim; the rest pass through)
+  bool neox = false;           // false: adjacent pairs (x[2i], x[2i+1]); true: halves (x[i], x[i+n_rot/2])
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;     // 1/factor for linear and YaRN scaling
+  const float* freq_factors = nullptr;  // [n_rot/2] or null
+  float ext_factor = 0.0f;     // YaRN mix: 1 with YaRN, 0 without
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int n_ctx_orig = 0;          // YaRN original context length
+};
+
+// x: [n_tok] rows of [n_head] heads of head_dim floats; rotates the first n_rot dims of each
+// head (for DeepSeek's q_pe/k_pe, point x at the rope part and set head_dim = n_rot).
+struct RopeArgs {
+  float* x;
+  int64_t n_tok;
+  int n_head;
+  int64_t tok_stride;    // elements between tokens
+  int64_t head_stride;   // elements between heads
+  const int32_t* pos;    // [n_tok]
+};
+
+// A paged KV view: token j of a sequence lives in block blocks[j / block_size] at
+// row (j % block_size); each row is row_stride bytes; head h starts at head_offset * h
+// bytes into the row. type is F32, F16, BF16 or Q8_0 (Q8_0 rows are head_dim/32 blocks).
+struct KvView {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* const* blocks = nullptr;
+  int block_size = 0;
+  size_t row_stride = 0;
+  size_t head_offset = 0;
+  size_t elem_offset = 0;   // bytes from the row start to element 0 of head 0
+};
+
+// Flash attention for one sequence (GQA/MHA): online softmax over KV tiles, never the
+// full score matrix. Query t (at position q_pos[t]) attends to KV positions [0, q_pos[t]].
+struct AttnArgs {
+  int n_head;
+  int n_head_kv;
+  int d_k;
+  int d_v;
+  float scale;
+  int64_t n_q;
+  const float* q;            // q[t * q_tok_stride + h * q_head_stride + i]
+  int64_t q_tok_stride;
+  int64_t q_head_stride;
+  const int32_t* q_pos;      // [n_q]
+  KvView k;
+  KvView v;
+  float* out;                // out[t * out_tok_stride + h * out_head_stride + i], d_v wide
+  int64_t out_tok_stride;
+  int64_t out_head_stride;
+  int head_begin;            // heads to compute (thread split)
+  int head_end;
+};
+
+// DeepSeek absorbed MLA attention over the latent cache rows [c (kv_lora) | k_pe (n_rope)]:
+// score_j = (q_abs . c_j + q_pe . k_pe_j) * scale; out = softmax(score) . c (kv_lora wide).
+struct MlaArgs {
+  int n_head;
+  int kv_lora;
+  int n_rope;
+  float scale;
+  int64_t n_q;
+  const float* q_abs;        // q_abs[t * q_tok_stride + h * q_head_stride + i], kv_lora wide
+  const float* q_pe;         // q_pe[t * q_tok_stride + h * q_head_stride + i], n_rope wide
+  int64_t q_tok_stride;
+  int64_t q_head_stride;
+  const int32_t* q_pos;
+  KvView kv;                 // row = [c | k_pe], head_offset unused
+  float* out;                // out[t * out_tok_stride + h * out_head_stride + i], kv_lora wide
+  int64_t out_tok_stride;
+  int64_t out_head_stride;
+  int head_begin;
+  int head_end;
+};
+
+// MoE routing (SPEC.md deepseek2 step 5), per token.
+enum class MoeGating { kSoftmax = 1, kSigmoid = 2 };
+struct MoeRouteArgs {
+  const float* logits;       // [n_tok][n_expert] router outputs
+  int64_t n_tok;
+  int n_expert;
+  int n_expert_used;
+  int n_group = 1;           // expert_group_count (1 = no group limit)
+  int n_group_used = 1;
+  MoeGating gating = MoeGating::kSoftmax;
+  const float* bias = nullptr;  // exp_probs_b: added for choosing only
+  bool norm = false;            // expert_weights_norm
+  float scale = 1.0f;           // expert_weights_scale
+  int32_t* ids;              // [n_tok][n_expert_used], the reference's slot order (descending choice score)
+  float* weights;            // [n_tok][n_expert_used]
+};
+
+struct KernelTable {
+  Isa isa;
+
+  // Activation quantization of one row of n floats into vec_dot_type blocks (Q8_K, Q8_0,
+  // Q8_1, F16, BF16; F32 is a copy). Bit-exact to SPEC.md on every ISA.
+  void (*quantize_act)(GgmlType act_type, const float* x, void* y, int64_t n);
+  // Dot product of one weight row with one activation row (n elements).
+  float (*vec_dot)(GgmlType wtype, int64_t n, const void* w, const void* act);
+  void (*matmul)(const MatmulArgs& a);
+
+  // y = x / sqrt(mean(x^2) + eps) * w  (w may be null: no weight). In place allowed.
+  void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps);
+  void (*rope)(const RopeArgs& a, const RopeParams& p);
+  // y = silu(g) * u, n elements (in place on y == g allowed).
+  void (*silu_mul)(const float* g, const float* u, float* y, int64_t n);
+  // In-place softmax of n values after multiplying by scale.
+  void (*softmax)(float* x, int64_t n, float scale);
+  void (*flash_attn)(const AttnArgs& a);
+  void (*mla_attn)(const MlaArgs& a);
+  void (*moe_route)(const MoeRouteArgs& a);
+  // Convert n floats into a KV row of type t (F32, F16, BF16, Q8_0).
+  void (*store_kv)(GgmlType t, const float* x, void* y, int64_t n);
+};
+
+// The table for the best ISA this CPU supports, lowered by DS_ISA=ref|avx2|avx512.
+const KernelTable& kern();
+// The table for a given ISA, or nullptr when the CPU (or OS) cannot run it. For tests.
+const KernelTable* kernel_table(Isa isa);
+Isa best_isa();
+
+// Dequantize one row of n elements of any weight type to float (reference path).
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
+
+}  // namespace ds

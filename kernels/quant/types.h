@@ -1,0 +1,47 @@
+// The GGUF tensor element types (ggml type ids), their block sizes and byte sizes.
+// Ids and sizes are bit-exact facts of the format (../shared/SPEC.md, "Block formats").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace ds {
+
+enum class GgmlType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  BF16 = 30,
+};
+
+struct GgmlTypeTraits {
+  const char* name;   // nullptr for ids this project does not know
+  int block_size;     // elements per block
+  int type_size;      // bytes per block
+};
+
+// Traits of a raw type id from a file; .name == nullptr when the id is unknown.
+GgmlTypeTraits ggml_type_traits(uint32_t id);
+inline GgmlTypeTraits ggml_type_traits(GgmlType t) { return ggml_type_traits(static_cast<uint32_t>(t)); }
+inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).name != nullptr; }
+inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
+// Parses "Q4_K", "q4_k", "F16", ...; returns false when unknown.
+bool ggml_type_from_name(const char* name, GgmlType* out);
+
+// Bytes of one row of n elements (n must be a multiple of the block size).
+inline size_t ggml_row_size(GgmlType t, int64_t n) {
+  auto tr = ggml_type_traits(t);
+  return static_cast<size_t>(n / tr.block_size) * static_cast<size_t>(tr.type_size);
+}
+
+}  // namespace ds

@@ -1,0 +1,52 @@
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+namespace ds::test {
+
+std::string shared_dir() {
+  const char* env = std::getenv("DS_SHARED");
+  std::string dir = env && *env ? env : DS_SHARED_DEFAULT;
+  if (!std::filesystem::is_directory(dir)) {
+    ADD_FAILURE() << "shared test data not found at " << dir << " (set DS_SHARED)";
+    throw std::runtime_error("missing shared dir " + dir);
+  }
+  return dir;
+}
+
+std::string shared_path(const std::string& rel) { return shared_dir() + "/" + rel; }
+
+std::string binary_dir() { return DS_BINARY_DIR; }
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::string read_file_text(const std::string& path) {
+  auto b = read_file_bytes(path);
+  return std::string(b.begin(), b.end());
+}
+
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& data) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::string make_temp_dir(const std::string& tag) {
+  static std::mt19937_64 rng(std::random_device{}());
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ds-test-" + tag + "-" + std::to_string(rng() % 1000000000ULL));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace ds::test
