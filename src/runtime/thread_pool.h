@@ -1,0 +1,41 @@
+// A fixed pool of worker threads for the forward pass: run(fn) calls fn(ith, nth) on
+// every thread (the caller is thread 0) and returns when all are done. Workers are pinned
+// to physical cores through hwloc when pinning is requested (see numa.h). run() allocates
+// nothing, so the decode step stays allocation-free.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace ds {
+
+struct ThreadPoolOptions {
+  int n_threads = 0;   // 0: one per physical core
+  bool pin = true;     // bind each worker to one core (hwloc); ignored where unsupported
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(ThreadPoolOptions opts = {});
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int n_threads() const;
+  // Calls fn(ith, nth) for ith in [0, nth) concurrently; blocks until all return.
+  // fn must not throw. Not re-entrant.
+  void run(const std::function<void(int ith, int nth)>& fn);
+
+  // Splits [0, n) into nth nearly equal contiguous ranges; returns thread ith's range.
+  static void split(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
+    const int64_t per = n / nth, rem = n % nth;
+    *begin = ith * per + (ith < rem ? ith : rem);
+    *end = *begin + per + (ith < rem ? 1 : 0);
+  }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds
