@@ -1,0 +1,50 @@
+// ds-cli: one binary, many subcommands (inspect, quantize, synth, tokenize, eval, generate,
+// bench, doctor). Each subcommand lives in its own file and registers itself (command.h).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/command.h"
+
+namespace ds::cli {
+
+static std::vector<Command>& registry() {
+  static std::vector<Command> cmds;
+  return cmds;
+}
+
+bool register_command(Command cmd) {
+  registry().push_back(cmd);
+  return true;
+}
+
+const std::vector<Command>& commands() {
+  auto& r = registry();
+  std::sort(r.begin(), r.end(), [](const Command& a, const Command& b) { return std::strcmp(a.name, b.name) < 0; });
+  return r;
+}
+
+static void print_usage(FILE* out) {
+  std::fprintf(out, "usage: ds-cli <command> [options]\n\ncommands:\n");
+  for (const auto& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n`ds-cli <command> --help` describes a command's options.\n");
+}
+
+}  // namespace ds::cli
+
+int main(int argc, char** argv) {
+  using namespace ds::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : commands()) {
+    if (std::strcmp(c.name, argv[1]) == 0) return c.fn(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  std::fprintf(stderr, "ds-cli: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}
