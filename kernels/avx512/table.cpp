@@ -13,6 +13,10 @@ KernelTable avx512_table() {
   t.vec_dot = avx512::vec_dot;
   t.matmul = avx512::matmul;
   t.store_kv = avx512::store_kv;
+  t.rms_norm = avx512::rms_norm;
+  t.silu_mul = avx512::silu_mul;
+  t.softmax = avx512::softmax;
+  t.rope = avx512::rope;
   return t;
 }
 
