@@ -17,6 +17,8 @@ KernelTable avx512_table() {
   t.silu_mul = avx512::silu_mul;
   t.softmax = avx512::softmax;
   t.rope = avx512::rope;
+  t.flash_attn = avx512::flash_attn;
+  t.mla_attn = avx512::mla_attn;
   return t;
 }
 
