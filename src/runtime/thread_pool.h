@@ -12,6 +12,12 @@ namespace ds {
 struct ThreadPoolOptions {
   int n_threads = 0;   // 0: one per physical core
   bool pin = true;     // bind each worker to one core (hwloc); ignored where unsupported
+  // Also bind the calling thread (thread 0) to core 0 on its first run(). Off by default:
+  // threads the caller creates later inherit its binding.
+  bool pin_caller = false;
+  // How long an idle worker (and the caller waiting for workers) spins before sleeping
+  // on a futex. Forced to 0 when n_threads exceeds the hardware threads available.
+  int spin_us = 100;
 };
 
 class ThreadPool {

@@ -1,0 +1,97 @@
+// numa.h: the topology agrees with the OS, memory from every mode is zeroed and
+// writable, bad mode names are errors that name the value.
+#include "runtime/numa.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+namespace ds {
+namespace {
+
+TEST(Numa, TopologyMatchesOs) {
+  const Topology& t = topology();
+  EXPECT_TRUE(t.from_hwloc);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  EXPECT_GE(t.n_pus, 1);
+  EXPECT_LE(t.n_pus, online);
+  EXPECT_LE(t.n_cores, t.n_pus);
+  ASSERT_FALSE(t.nodes.empty());
+  int cores = 0;
+  for (const NumaNode& n : t.nodes) cores += n.n_cores;
+  EXPECT_EQ(cores, t.n_cores);
+  EXPECT_GT(t.total_memory_bytes, 0u);
+}
+
+TEST(Numa, ParseModes) {
+  EXPECT_EQ(parse_numa_mode("none").value(), NumaMode::kNone);
+  EXPECT_EQ(parse_numa_mode("distribute").value(), NumaMode::kDistribute);
+  EXPECT_EQ(parse_numa_mode("isolate").value(), NumaMode::kIsolate);
+  auto bad = parse_numa_mode("numactl");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("numactl"), std::string::npos);
+  for (NumaMode m : {NumaMode::kNone, NumaMode::kDistribute, NumaMode::kIsolate}) {
+    EXPECT_EQ(parse_numa_mode(numa_mode_name(m)).value(), m);
+  }
+}
+
+TEST(Numa, AllocEveryModeSmallAndLarge) {
+  for (NumaMode m : {NumaMode::kNone, NumaMode::kDistribute, NumaMode::kIsolate}) {
+    for (size_t bytes : {size_t{1}, size_t{4097}, size_t{3} << 20, (size_t{16} << 20) + 123}) {
+      auto buf = NumaBuffer::allocate(bytes, m);
+      ASSERT_TRUE(buf.is_ok()) << buf.message();
+      uint8_t* p = buf->data();
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(buf->size(), bytes);
+      if (bytes >= (size_t{2} << 20)) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t{2} << 20), 0u);
+      }
+      for (size_t i = 0; i < bytes; i += 4096) ASSERT_EQ(p[i], 0) << "fresh memory not zero at " << i;
+      std::memset(p, 0xab, bytes);
+      EXPECT_EQ(p[bytes - 1], 0xab);
+    }
+  }
+}
+
+TEST(Numa, BufferMoves) {
+  auto a = NumaBuffer::allocate(8192, NumaMode::kNone);
+  ASSERT_TRUE(a.is_ok());
+  uint8_t* p = a->data();
+  NumaBuffer b = std::move(a).value();
+  EXPECT_EQ(b.data(), p);
+  NumaBuffer c;
+  c = std::move(b);
+  EXPECT_EQ(c.data(), p);
+  EXPECT_EQ(b.data(), nullptr);
+}
+
+TEST(Numa, LockMemory) {
+  auto buf = NumaBuffer::allocate(64 << 10, NumaMode::kNone);
+  ASSERT_TRUE(buf.is_ok());
+  Status s = lock_memory(buf->data(), buf->size());
+  struct rlimit rl {};
+  ASSERT_EQ(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+  if (rl.rlim_cur >= buf->size()) {
+    EXPECT_TRUE(s.is_ok()) << s.message();
+  } else {
+    EXPECT_NE(s.message().find("RLIMIT_MEMLOCK"), std::string::npos) << s.message();
+  }
+  // Far more than the limit (or than exists): an error that says what to raise.
+  Status big = lock_memory(buf->data(), size_t{1} << 46);
+  ASSERT_FALSE(big.is_ok());
+  EXPECT_NE(big.message().find("RLIMIT_MEMLOCK"), std::string::npos) << big.message();
+}
+
+TEST(Numa, PinThreadToEveryCore) {
+  for (int core = 0; core < topology().n_cores; ++core) {
+    bool ok = false;
+    std::thread([&] { ok = pin_current_thread_to_core(core); }).join();
+    EXPECT_TRUE(ok) << "core " << core;
+  }
+}
+
+}  // namespace
+}  // namespace ds
