@@ -6,6 +6,8 @@
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <memory>
 #include <sstream>
@@ -239,6 +241,24 @@ TEST(TokenizerFiles, KeepSpecialFalseDropsControlTokens) {
   std::string s;
   for (int32_t id : ids) s += dec.push(id);
   EXPECT_EQ(s + dec.flush(), "Hi");
+}
+
+// The reference models' prompt (../shared/refdata/README.md): tokenized with BOS by the
+// reference into the `tokens` of each model's JSON.
+TEST(TokenizerFiles, RefdataPromptTokens) {
+  const std::string prompt = test::read_file_text(test::shared_path("refdata/prompt.txt"));
+  for (const char* model : {"tiny-llama-Q4_K_M", "tiny-qwen2-Q5_K_S", "tiny-dsv2-Q4_K_M",
+                            "tiny-dsv2-legacy-Q4_K_M", "tiny-dsv3-Q4_K_M"}) {
+    const auto meta = nlohmann::json::parse(test::read_file_text(test::shared_path(std::string("refdata/") + model + ".json")));
+    const auto expected = meta.at("tokens").get<std::vector<int32_t>>();
+    auto file = GgufFile::open(test::shared_path(std::string("refdata/") + model + ".gguf"));
+    ASSERT_TRUE(file) << file.message();
+    auto tok = Tokenizer::from_gguf(**file);
+    ASSERT_TRUE(tok) << model << ": " << tok.message();
+    auto got = (*tok)->encode(prompt, /*add_bos=*/true);
+    ASSERT_TRUE(got) << got.message();
+    EXPECT_EQ(got.value(), expected) << model << "\n  expected:" << join(expected) << "\n  got:     " << join(got.value());
+  }
 }
 
 }  // namespace
