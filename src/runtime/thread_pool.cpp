@@ -105,7 +105,8 @@ struct ThreadPool::Impl {
 
   WaitWord generation;  // bumped by run(); workers wait on it
   WaitWord done;        // workers finished in this generation; the caller waits on it
-  alignas(64) const std::function<void(int, int)>* fn = nullptr;
+  alignas(64) void (*call)(void*, int, int) = nullptr;
+  void* ctx = nullptr;
   bool stop = false;    // written before a generation bump, read after seeing it
 
   void worker_main(int ith) {
@@ -114,7 +115,7 @@ struct ThreadPool::Impl {
     for (;;) {
       seen = generation.wait_change(seen, spin);
       if (stop) return;
-      (*fn)(ith, n_threads);
+      call(ctx, ith, n_threads);
       const uint32_t finished = done.value.fetch_add(1, std::memory_order_seq_cst) + 1;
       if (finished == static_cast<uint32_t>(n_threads - 1)) done.wake_if_sleeping();
     }
@@ -157,20 +158,26 @@ ThreadPool::~ThreadPool() {
 int ThreadPool::n_threads() const { return impl_->n_threads; }
 
 void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
+  using Fn = std::function<void(int, int)>;
+  run_raw([](void* ctx, int ith, int nth) { (*static_cast<const Fn*>(ctx))(ith, nth); },
+          const_cast<void*>(static_cast<const void*>(&fn)));
+}
+
+void ThreadPool::run_raw(void (*call)(void* ctx, int ith, int nth), void* ctx) {
   Impl& p = *impl_;
   if (p.pin_caller && p.pinned_caller != std::this_thread::get_id()) {
     pin_current_thread_to_core(0);
     p.pinned_caller = std::this_thread::get_id();
   }
   if (p.n_threads == 1) {
-    fn(0, 1);
+    call(ctx, 0, 1);
     return;
   }
-  p.fn = &fn;
+  p.call = call;
+  p.ctx = ctx;
   p.start_generation();
-  fn(0, p.n_threads);
+  call(ctx, 0, p.n_threads);
   p.wait_workers();
-  p.fn = nullptr;
 }
 
 }  // namespace ds
