@@ -57,7 +57,11 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<Model> model, con
   r->kv_ = std::move(*kv);
 
   r->pool_ = std::make_unique<ThreadPool>(ThreadPoolOptions{.n_threads = opts.n_threads, .pin = opts.pin_threads});
-  r->arena_ = std::make_unique<Arena>(model->scratch_bytes(opts.max_batch_tokens));
+  auto numa = parse_numa_mode(opts.numa);
+  if (!numa) return numa.status();
+  auto arena = Arena::create(model->scratch_bytes(opts.max_batch_tokens), *numa);
+  if (!arena) return arena.status();
+  r->arena_ = std::move(*arena);
   const size_t T = static_cast<size_t>(opts.max_batch_tokens);
   r->tokens_.resize(T);
   r->pos_.resize(T);

@@ -3,12 +3,19 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <string>
 
 namespace ds {
 
-Arena::Arena(size_t bytes) : buf_(new uint8_t[bytes + 64]), cap_(bytes) {
-  const auto addr = reinterpret_cast<uintptr_t>(buf_.get());
-  base_ = buf_.get() + ((64 - addr % 64) % 64);
+Result<std::unique_ptr<Arena>> Arena::create(size_t bytes, NumaMode mode) {
+  auto buf = NumaBuffer::allocate(bytes + 64, mode);
+  if (!buf) return Status::error("cannot allocate " + std::to_string(bytes) + " bytes of scratch: " + buf.message());
+  std::unique_ptr<Arena> a(new Arena());
+  a->buf_ = std::move(*buf);
+  const auto addr = reinterpret_cast<uintptr_t>(a->buf_.data());
+  a->base_ = a->buf_.data() + ((64 - addr % 64) % 64);
+  a->cap_ = bytes;
+  return a;
 }
 
 void Arena::overflow(size_t bytes) const {

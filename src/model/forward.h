@@ -19,6 +19,7 @@
 
 #include "kernels/kernels.h"
 #include "model/weights.h"
+#include "runtime/numa.h"
 #include "runtime/thread_pool.h"
 
 namespace ds {
@@ -55,11 +56,12 @@ struct KvLayout {
 // name is "in", "mid", "out" (float rows of n_cols) or "experts" (int32 rows).
 using TraceFn = std::function<void(const char* name, int il, const void* data, int64_t n_rows, int64_t n_cols)>;
 
-// Bump allocator over one buffer allocated at load. Exceeding it is a programmer error
-// (the size formula in Model::scratch_bytes is wrong), so it aborts with a message.
+// Bump allocator over one buffer allocated at load (NUMA-bound per mode, numa.h).
+// Exceeding it is a programmer error (the size formula in Model::scratch_bytes is wrong),
+// so it aborts with a message.
 class Arena {
  public:
-  explicit Arena(size_t bytes);
+  static Result<std::unique_ptr<Arena>> create(size_t bytes, NumaMode mode);
   template <class T>
   T* alloc(int64_t n) {
     const size_t bytes = (static_cast<size_t>(n) * sizeof(T) + 63) & ~size_t{63};
@@ -76,8 +78,9 @@ class Arena {
   size_t high_water() const { return high_; }
 
  private:
+  Arena() = default;
   [[noreturn]] void overflow(size_t bytes) const;
-  std::unique_ptr<uint8_t[]> buf_;
+  NumaBuffer buf_;
   uint8_t* base_ = nullptr;  // buf_ aligned to 64 bytes
   size_t cap_ = 0;
   size_t used_ = 0;
