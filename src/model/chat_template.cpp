@@ -29,8 +29,8 @@ struct NamedFormat {
   ChatFormat format;
 };
 constexpr NamedFormat kNames[] = {
-    {"deepseek3", ChatFormat::DEEPSEEK3},       {"deepseek-r1", ChatFormat::DEEPSEEK_R1},
-    {"deepseek2", ChatFormat::DEEPSEEK2},       {"deepseek-llm", ChatFormat::DEEPSEEK2},
+    {"deepseek3", ChatFormat::DEEPSEEK3},           {"deepseek-r1", ChatFormat::DEEPSEEK_R1},
+    {"deepseek2", ChatFormat::DEEPSEEK2},           {"deepseek-llm", ChatFormat::DEEPSEEK2},
     {"deepseek-coder", ChatFormat::DEEPSEEK_CODER}, {"chatml", ChatFormat::CHATML},
 };
 
@@ -77,18 +77,18 @@ const std::vector<std::string>& ChatTemplate::names() {
 
 Result<ChatFormat> ChatTemplate::recognize(std::string_view t) {
   if (contains(t, kAssistant) && contains(t, kUser)) {
-    return contains(t, kThinkOpen) || contains(t, kThinkClose) ? ChatFormat::DEEPSEEK_R1
-                                                                : ChatFormat::DEEPSEEK3;
+    return contains(t, kThinkOpen) || contains(t, kThinkClose) ? ChatFormat::DEEPSEEK_R1 : ChatFormat::DEEPSEEK3;
   }
   if (contains(t, "### Instruction:") && contains(t, "### Response:")) return ChatFormat::DEEPSEEK_CODER;
   if (contains(t, "<|im_start|>") && contains(t, "<|im_end|>")) return ChatFormat::CHATML;
   if (contains(t, "User: ") && contains(t, "Assistant:")) return ChatFormat::DEEPSEEK2;
-  return Status::error("unrecognized chat template (tokenizer.chat_template); choose a built-in "
-                       "format with --chat-template NAME, one of: " + names_list());
+  return Status::error(
+      "unrecognized chat template (tokenizer.chat_template); choose a built-in "
+      "format with --chat-template NAME, one of: " +
+      names_list());
 }
 
-Result<ChatTemplate> ChatTemplate::from_name(std::string_view name, std::string bos_text,
-                                             std::string eos_text) {
+Result<ChatTemplate> ChatTemplate::from_name(std::string_view name, std::string bos_text, std::string eos_text) {
   for (const auto& f : kNames) {
     if (name == f.name) return ChatTemplate(f.format, std::move(bos_text), std::move(eos_text));
   }
@@ -103,8 +103,10 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
   auto text = file.get_string("tokenizer.chat_template");
   if (!text) return text.status();
   if (!text.value()) {
-    return Status::error(file.path() + " has no tokenizer.chat_template; choose one with "
-                         "--chat-template NAME, one of: " + names_list());
+    return Status::error(file.path() +
+                         " has no tokenizer.chat_template; choose one with "
+                         "--chat-template NAME, one of: " +
+                         names_list());
   }
   auto format = recognize(*text.value());
   if (!format) return Status::error(file.path() + ": " + format.message());
@@ -123,8 +125,7 @@ const char* ChatTemplate::name() const {
   return "?";
 }
 
-Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
-                                         bool add_generation_prompt) const {
+Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& r = messages[i].role;
     if (r != "system" && r != "user" && r != "assistant") {
@@ -132,8 +133,8 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
                            "'; supported roles: system, user, assistant");
     }
   }
-  const bool has_system = std::any_of(messages.begin(), messages.end(),
-                                      [](const ChatMessage& m) { return m.role == "system"; });
+  const bool has_system =
+      std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == "system"; });
   std::string out;
   switch (format_) {
     case ChatFormat::DEEPSEEK3:
@@ -160,9 +161,12 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
     case ChatFormat::DEEPSEEK2:
       out = bos_;
       for (const auto& m : messages) {
-        if (m.role == "system") out += m.content + "\n\n";
-        else if (m.role == "user") out += "User: " + m.content + "\n\n";
-        else out += "Assistant: " + m.content + eos_;
+        if (m.role == "system")
+          out += m.content + "\n\n";
+        else if (m.role == "user")
+          out += "User: " + m.content + "\n\n";
+        else
+          out += "Assistant: " + m.content + eos_;
       }
       if (add_generation_prompt) out += "Assistant:";
       break;
@@ -170,9 +174,12 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
       out = bos_;
       if (!has_system) out += kCoderPreamble;
       for (const auto& m : messages) {
-        if (m.role == "system") out += m.content;
-        else if (m.role == "user") out += "### Instruction:\n" + m.content + "\n";
-        else out += "### Response:\n" + m.content + "\n<|EOT|>\n";
+        if (m.role == "system")
+          out += m.content;
+        else if (m.role == "user")
+          out += "### Instruction:\n" + m.content + "\n";
+        else
+          out += "### Response:\n" + m.content + "\n<|EOT|>\n";
       }
       if (add_generation_prompt) out += "### Response:\n";
       break;
@@ -200,7 +207,9 @@ static size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
   return 0;
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+static bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 void ReasoningSplitter::step(Delta& out, bool final) {
   for (;;) {

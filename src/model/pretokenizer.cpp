@@ -23,7 +23,7 @@ struct PreSpec {
 };
 
 // GPT-4-style patterns of Llama 3 and Qwen2 differ only in the digit run length.
-#define DS_GPT4_STYLE(DIGITS)                                                         \
+#define DS_GPT4_STYLE(DIGITS)                                                 \
   R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})re" DIGITS \
   R"re(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"
 
@@ -32,19 +32,18 @@ const std::vector<PreSpec>& specs() {
       {"deepseek-llm",
        {R"re([\r\n])re",
         R"re(\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\x{1F7D}ᾀ-ᾴᾶ-ᾼ\x{1FBE}ῂ-ῄῆ-ῌῐ-\x{1FD3}ῖ-\x{1FDB}ῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\x{2126}ℨ\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+)re",
-        R"re(\s?[!-/:-~！-／：-～‘-‟　-。]+)re",
-        R"re(\s+$)re",
-        R"re([一-龥ࠀ-一가-퟿]+)re",
-        R"re(\p{N}+)re"},
-       false, false},
+        R"re(\s?[!-/:-~！-／：-～‘-‟　-。]+)re", R"re(\s+$)re", R"re([一-龥ࠀ-一가-퟿]+)re", R"re(\p{N}+)re"},
+       false,
+       false},
       {"deepseek-coder",
-       {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", R"re([一-龥ࠀ-一가-퟿]+)re",
-        R"re(\p{N})re"},
-       false, false},
+       {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", R"re([一-龥ࠀ-一가-퟿]+)re", R"re(\p{N})re"},
+       false,
+       false},
       {"deepseek-v3",
        {R"re(\p{N}{1,3})re", R"re([一-龥぀-ゟ゠-ヿ]+)re",
         R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
-       false, false},
+       false,
+       false},
       {"qwen2", {DS_GPT4_STYLE("")}, true, false},
       {"deepseek-r1-qwen", {DS_GPT4_STYLE("")}, true, false},
       {"llama-bpe", {DS_GPT4_STYLE("{1,3}")}, false, true},
@@ -86,8 +85,7 @@ struct PreTokenizer::Regex {
     size_t last = 0, start = 0;
     while (start < piece.size()) {
       int rc = jit ? pcre2_jit_match(code, subject, piece.size(), start, 0, s.md, s.ctx)
-                   : pcre2_match(code, subject, piece.size(), start, PCRE2_NO_UTF_CHECK, s.md,
-                                 s.ctx);
+                   : pcre2_match(code, subject, piece.size(), start, PCRE2_NO_UTF_CHECK, s.md, s.ctx);
       if (rc < 0) break;  // no further match (or a matching-limit error: keep the rest whole)
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.md);
       const size_t b = ov[0], e = ov[1];
@@ -123,8 +121,7 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(std::string_view name
   if (!spec) {
     std::string known;
     for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
-    return Status::error("unknown pre-tokenizer '" + std::string(name) +
-                         "' (tokenizer.ggml.pre); known: " + known +
+    return Status::error("unknown pre-tokenizer '" + std::string(name) + "' (tokenizer.ggml.pre); known: " + known +
                          "; force one with the pre-tokenizer override option");
   }
   std::unique_ptr<PreTokenizer> pt(new PreTokenizer());
@@ -135,8 +132,8 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(std::string_view name
     int err = 0;
     PCRE2_SIZE err_off = 0;
     auto rx = std::make_unique<Regex>();
-    rx->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
-                             PCRE2_UTF | PCRE2_UCP, &err, &err_off, nullptr);
+    rx->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err,
+                             &err_off, nullptr);
     if (!rx->code) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(err, msg, sizeof msg);

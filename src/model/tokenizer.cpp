@@ -155,8 +155,7 @@ static Status check_id(const char* key, int32_t id, size_t n_vocab) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(TokenizerVocab v,
-                                                         const TokenizerOptions& options) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(TokenizerVocab v, const TokenizerOptions& options) {
   const size_t n = v.tokens.size();
   if (n == 0) return Status::error("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) return Status::error("tokenizer.ggml.tokens is too long");
@@ -202,8 +201,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(TokenizerVocab v,
 }
 
 // Reads an array-of-strings key; a missing or mistyped key is an error naming it.
-static Status read_string_array(const GgufFile& f, const char* key, bool required,
-                                std::vector<std::string>& out) {
+static Status read_string_array(const GgufFile& f, const char* key, bool required, std::vector<std::string>& out) {
   const GgufValue* val = f.find(key);
   if (!val) {
     return required ? Status::error(f.path() + ": missing metadata key " + key) : Status::ok();
@@ -237,9 +235,14 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
   auto pre = f.get_string_or("tokenizer.ggml.pre", "(missing)");
   if (!pre) return pre.status();
   v.pre = pre.value();
-  struct IdKey { const char* key; int32_t* dst; };
-  for (IdKey k : {IdKey{"tokenizer.ggml.bos_token_id", &v.bos}, {"tokenizer.ggml.eos_token_id", &v.eos},
-                  {"tokenizer.ggml.eot_token_id", &v.eot}, {"tokenizer.ggml.padding_token_id", &v.pad}}) {
+  struct IdKey {
+    const char* key;
+    int32_t* dst;
+  };
+  for (IdKey k : {IdKey{"tokenizer.ggml.bos_token_id", &v.bos},
+                  {"tokenizer.ggml.eos_token_id", &v.eos},
+                  {"tokenizer.ggml.eot_token_id", &v.eot},
+                  {"tokenizer.ggml.padding_token_id", &v.pad}}) {
     auto id = f.get_int_or(k.key, -1);
     if (!id) return id.status();
     if (id.value() < -1 || id.value() > INT32_MAX) {
@@ -256,8 +259,7 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file,
-                                                        const TokenizerOptions& options) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file, const TokenizerOptions& options) {
   TokenizerVocab v;
   DS_RETURN_IF_ERROR(read_vocab(file, v));
   auto tok = from_vocab(std::move(v), options);
@@ -265,11 +267,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file,
   return tok;
 }
 
-Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_bos,
-                                               bool parse_special) const {
+Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   if (auto bad = utf8_find_invalid(text)) {
-    return Status::error("input text is not valid UTF-8 (byte offset " + std::to_string(*bad) +
-                         " of " + std::to_string(text.size()) + ")");
+    return Status::error("input text is not valid UTF-8 (byte offset " + std::to_string(*bad) + " of " +
+                         std::to_string(text.size()) + ")");
   }
   const Impl& m = *impl_;
   std::vector<int32_t> ids;
@@ -280,9 +281,15 @@ Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_b
   };
   size_t frag_start = 0, pos = 0;
   while (pos < text.size()) {
-    if (!m.literals.may_start(text[pos])) { ++pos; continue; }
+    if (!m.literals.may_start(text[pos])) {
+      ++pos;
+      continue;
+    }
     const auto [id, len] = m.literals.match(text, pos, allowed);
-    if (id < 0) { ++pos; continue; }
+    if (id < 0) {
+      ++pos;
+      continue;
+    }
     m.encode_fragment(text.substr(frag_start, pos - frag_start), ids);
     ids.push_back(id);
     pos += len;
@@ -321,16 +328,28 @@ std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
   return it->second;
 }
 
-int32_t Tokenizer::bos() const { return impl_->v.bos; }
-int32_t Tokenizer::eos() const { return impl_->v.eos; }
-int32_t Tokenizer::n_vocab() const { return static_cast<int32_t>(impl_->v.tokens.size()); }
-bool Tokenizer::add_bos() const { return impl_->v.add_bos; }
-const std::string& Tokenizer::pre_name() const { return impl_->pre->name(); }
+int32_t Tokenizer::bos() const {
+  return impl_->v.bos;
+}
+int32_t Tokenizer::eos() const {
+  return impl_->v.eos;
+}
+int32_t Tokenizer::n_vocab() const {
+  return static_cast<int32_t>(impl_->v.tokens.size());
+}
+bool Tokenizer::add_bos() const {
+  return impl_->v.add_bos;
+}
+const std::string& Tokenizer::pre_name() const {
+  return impl_->pre->name();
+}
 
 TokenType Tokenizer::type(int32_t id) const {
   return id >= 0 && id < n_vocab() ? impl_->v.types[static_cast<size_t>(id)] : TokenType::UNDEFINED;
 }
-bool Tokenizer::is_special(int32_t id) const { return type(id) == TokenType::CONTROL; }
+bool Tokenizer::is_special(int32_t id) const {
+  return type(id) == TokenType::CONTROL;
+}
 bool Tokenizer::is_eog(int32_t id) const {
   return id >= 0 && id < n_vocab() && impl_->eog[static_cast<size_t>(id)];
 }

@@ -24,8 +24,8 @@ Status BpeModel::build(const std::vector<std::string>& tokens, const std::vector
     std::string_view m = merges[rank];
     const size_t sp = m.find(' ', 1);  // from 1: a left part may itself be a space
     if (sp == std::string_view::npos) {
-      return Status::error("tokenizer.ggml.merges[" + std::to_string(rank) + "] = '" +
-                           std::string(m) + "' is not 'left right'");
+      return Status::error("tokenizer.ggml.merges[" + std::to_string(rank) + "] = '" + std::string(m) +
+                           "' is not 'left right'");
     }
     const int32_t a = lookup(m.substr(0, sp));
     const int32_t b = lookup(m.substr(sp + 1));
@@ -43,8 +43,7 @@ int32_t BpeModel::lookup(std::string_view text) const {
   return it == vocab_.end() ? -1 : it->second;
 }
 
-void BpeModel::encode_word(std::string_view word, bool ignore_merges,
-                           std::vector<int32_t>& out) const {
+void BpeModel::encode_word(std::string_view word, bool ignore_merges, std::vector<int32_t>& out) const {
   if (ignore_merges) {
     std::string bl;
     unicode::byte_level_encode(word, bl);

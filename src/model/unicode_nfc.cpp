@@ -20,16 +20,15 @@ std::string nfc(std::string_view text) {
   // UTF-8 -> UTF-16 (at most one UTF-16 unit per byte).
   std::vector<UChar> src(text.size() + 1);
   int32_t src_len = 0;
-  u_strFromUTF8(src.data(), static_cast<int32_t>(src.size()), &src_len, text.data(),
-                static_cast<int32_t>(text.size()), &err);
+  u_strFromUTF8(src.data(), static_cast<int32_t>(src.size()), &src_len, text.data(), static_cast<int32_t>(text.size()),
+                &err);
   if (U_FAILURE(err)) return std::string(text);
   if (unorm2_isNormalized(norm, src.data(), src_len, &err) && U_SUCCESS(err)) {
     return std::string(text);
   }
   err = U_ZERO_ERROR;
   std::vector<UChar> dst(static_cast<size_t>(src_len) * 3 + 16);
-  int32_t dst_len = unorm2_normalize(norm, src.data(), src_len, dst.data(),
-                                     static_cast<int32_t>(dst.size()), &err);
+  int32_t dst_len = unorm2_normalize(norm, src.data(), src_len, dst.data(), static_cast<int32_t>(dst.size()), &err);
   if (U_FAILURE(err)) return std::string(text);
   std::string out(static_cast<size_t>(dst_len) * 3 + 4, '\0');
   int32_t out_len = 0;

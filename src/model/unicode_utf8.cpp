@@ -11,13 +11,26 @@ int decode_utf8(std::string_view s, size_t pos, uint32_t* cp) {
   const size_t n = s.size() - pos;
   const auto b = [&](size_t i) { return static_cast<uint8_t>(s[pos + i]); };
   const uint8_t c0 = b(0);
-  if (c0 < 0x80) { *cp = c0; return 1; }
+  if (c0 < 0x80) {
+    *cp = c0;
+    return 1;
+  }
   int len;
   uint32_t v, min;
-  if (c0 >= 0xC2 && c0 <= 0xDF) { len = 2; v = c0 & 0x1F; min = 0x80; }
-  else if (c0 >= 0xE0 && c0 <= 0xEF) { len = 3; v = c0 & 0x0F; min = 0x800; }
-  else if (c0 >= 0xF0 && c0 <= 0xF4) { len = 4; v = c0 & 0x07; min = 0x10000; }
-  else return 0;
+  if (c0 >= 0xC2 && c0 <= 0xDF) {
+    len = 2;
+    v = c0 & 0x1F;
+    min = 0x80;
+  } else if (c0 >= 0xE0 && c0 <= 0xEF) {
+    len = 3;
+    v = c0 & 0x0F;
+    min = 0x800;
+  } else if (c0 >= 0xF0 && c0 <= 0xF4) {
+    len = 4;
+    v = c0 & 0x07;
+    min = 0x10000;
+  } else
+    return 0;
   if (n < static_cast<size_t>(len)) return 0;
   for (int i = 1; i < len; ++i) {
     if ((b(i) & 0xC0) != 0x80) return 0;
@@ -51,8 +64,8 @@ static ByteLevel make_byte_level() {
   bl.cp_to_byte.fill(-1);
   uint32_t next = 256;
   for (uint32_t byte = 0; byte < 256; ++byte) {
-    const bool printable = (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) ||
-                           (byte >= 0xAE && byte <= 0xFF);
+    const bool printable =
+        (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE && byte <= 0xFF);
     const uint32_t cp = printable ? byte : next++;
     append_utf8(bl.byte_to_utf8[byte], cp);
     bl.cp_to_byte[cp] = static_cast<int16_t>(byte);
@@ -96,7 +109,10 @@ namespace ds {
 std::optional<size_t> utf8_find_invalid(std::string_view s) {
   size_t pos = 0;
   while (pos < s.size()) {
-    if (static_cast<uint8_t>(s[pos]) < 0x80) { ++pos; continue; }
+    if (static_cast<uint8_t>(s[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
     uint32_t cp = 0;
     int len = unicode::decode_utf8(s, pos, &cp);
     if (len == 0) return pos;

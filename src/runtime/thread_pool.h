@@ -3,6 +3,8 @@
 // to physical cores through hwloc when pinning is requested (see numa.h). run() allocates
 // nothing, so the decode step stays allocation-free.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,6 +48,22 @@ class ThreadPool {
 
   // What both run() overloads call: call(ctx, ith, nth) on every thread.
   void run_raw(void (*call)(void* ctx, int ith, int nth), void* ctx);
+
+  // Dynamic split for uneven work (MoE experts, ragged attention): threads take ranges
+  // of `chunk` items from a shared counter until [0, n) is done; fn(begin, end, ith).
+  // Which thread computes an item varies between calls, so fn must compute each item
+  // the same way on any thread (it does for row-parallel kernels). No allocation.
+  template <class Fn>
+  void parallel_for(int64_t n, int64_t chunk, Fn&& fn) {
+    chunk = std::max<int64_t>(chunk, 1);
+    std::atomic<int64_t> next{0};
+    run([&](int ith, int) {
+      for (int64_t b = next.fetch_add(chunk, std::memory_order_relaxed); b < n;
+           b = next.fetch_add(chunk, std::memory_order_relaxed)) {
+        fn(b, std::min(b + chunk, n), ith);
+      }
+    });
+  }
 
   // Splits [0, n) into nth nearly equal contiguous ranges; returns thread ith's range.
   static void split(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {

@@ -2,10 +2,11 @@
 // descriptions in ../shared/SPEC.md ("Chat formats") and the models' published templates --
 // never produced by the renderer. Plus recognition from real template texts, overrides and
 // the error messages.
+#include "model/chat_template.h"
+
 #include <gtest/gtest.h>
 
 #include "gguf/gguf_file.h"
-#include "model/chat_template.h"
 #include "model/tokenizer.h"
 #include "test_util.h"
 
@@ -19,16 +20,15 @@ const std::vector<ChatMessage> kSingle = {{"user", "Hi"}};
 const std::vector<ChatMessage> kMulti = {
     {"system", "Be brief."}, {"user", "2+2?"}, {"assistant", "4"}, {"user", "And 3+3?"}};
 
-std::string render(ChatFormat f, const std::vector<ChatMessage>& m, bool gen,
-                   const std::string& bos = kBos, const std::string& eos = kEos) {
+std::string render(ChatFormat f, const std::vector<ChatMessage>& m, bool gen, const std::string& bos = kBos,
+                   const std::string& eos = kEos) {
   auto r = ChatTemplate(f, bos, eos).render(m, gen);
   EXPECT_TRUE(r) << r.message();
   return r ? r.value() : "";
 }
 
 TEST(ChatTemplate, DeepSeekV3) {
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK3, kSingle, true),
-            "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>");
+  EXPECT_EQ(render(ChatFormat::DEEPSEEK3, kSingle, true), "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>");
   EXPECT_EQ(render(ChatFormat::DEEPSEEK3, kMulti, true),
             "<｜begin▁of▁sentence｜>Be brief.<｜User｜>2+2?<｜Assistant｜>4<｜end▁of▁sentence｜>"
             "<｜User｜>And 3+3?<｜Assistant｜>");
@@ -53,8 +53,7 @@ TEST(ChatTemplate, DeepSeekR1OpensThinking) {
 }
 
 TEST(ChatTemplate, DeepSeekV2Chat) {
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK2, kSingle, true),
-            "<｜begin▁of▁sentence｜>User: Hi\n\nAssistant:");
+  EXPECT_EQ(render(ChatFormat::DEEPSEEK2, kSingle, true), "<｜begin▁of▁sentence｜>User: Hi\n\nAssistant:");
   EXPECT_EQ(render(ChatFormat::DEEPSEEK2, kMulti, true),
             "<｜begin▁of▁sentence｜>Be brief.\n\nUser: 2+2?\n\nAssistant: 4<｜end▁of▁sentence｜>"
             "User: And 3+3?\n\nAssistant:");
@@ -102,8 +101,8 @@ TEST(ChatTemplate, RecognizesTemplateTexts) {
     return r && r.value() == f;
   };
   EXPECT_TRUE(is("{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}", ChatFormat::DEEPSEEK3));
-  EXPECT_TRUE(is("{% if '</think>' in content %}{{'<｜User｜>'}}{{'<｜Assistant｜><think>\\n'}}",
-                 ChatFormat::DEEPSEEK_R1));
+  EXPECT_TRUE(
+      is("{% if '</think>' in content %}{{'<｜User｜>'}}{{'<｜Assistant｜><think>\\n'}}", ChatFormat::DEEPSEEK_R1));
   EXPECT_TRUE(is("{{ 'User: ' + message['content'] + '\\n\\n' }}{{ 'Assistant:' }}", ChatFormat::DEEPSEEK2));
   EXPECT_TRUE(is("{{'### Instruction:\\n' + c}}{{'### Response:'}}", ChatFormat::DEEPSEEK_CODER));
   EXPECT_TRUE(is("{{'<|im_start|>' + role}}{{'<|im_end|>'}}", ChatFormat::CHATML));
@@ -147,9 +146,9 @@ TEST(ChatTemplate, FromSharedFiles) {
   EXPECT_EQ(t->format(), ChatFormat::DEEPSEEK3);
   auto ids = v3.tok->encode(t->render(kSingle, true).value(), false).value();
   ASSERT_GE(ids.size(), 4u);
-  EXPECT_EQ(ids.front(), 0);       // <｜begin▁of▁sentence｜>
-  EXPECT_EQ(ids[1], 128803);       // <｜User｜>
-  EXPECT_EQ(ids.back(), 128804);   // <｜Assistant｜>
+  EXPECT_EQ(ids.front(), 0);      // <｜begin▁of▁sentence｜>
+  EXPECT_EQ(ids[1], 128803);      // <｜User｜>
+  EXPECT_EQ(ids.back(), 128804);  // <｜Assistant｜>
 
   // Qwen2.5's template -> chatml with its built-in system prompt.
   Loaded qwen = load("qwen2");

@@ -62,7 +62,7 @@ TEST(ReasoningSplitter, HoldsBackOnlyPossibleTags) {
   EXPECT_EQ(d.reasoning, "</thought");
   d = s.push("</think>\n");
   EXPECT_EQ(d.reasoning, "");
-  EXPECT_EQ(d.content, "");       // leading whitespace of the content is dropped
+  EXPECT_EQ(d.content, "");  // leading whitespace of the content is dropped
   d = s.push("ok");
   EXPECT_EQ(d.content, "ok");
 }

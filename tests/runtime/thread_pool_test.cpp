@@ -111,6 +111,22 @@ TEST(ThreadPool, RunAllocatesNothing) {
   EXPECT_EQ(c[2], -1.0);
 }
 
+TEST(ThreadPool, ParallelForCoversEveryItemOnce) {
+  ThreadPool pool({.n_threads = 3, .pin = false});
+  for (int64_t n : {0, 1, 5, 1000, 1003}) {
+    for (int64_t chunk : {1, 7, 64, 5000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> bad_ith{0};
+      pool.parallel_for(n, chunk, [&](int64_t b, int64_t e, int ith) {
+        if (ith < 0 || ith >= 3 || e - b > chunk || b >= e) bad_ith.fetch_add(1);
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      EXPECT_EQ(bad_ith.load(), 0);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " chunk=" << chunk << " i=" << i;
+    }
+  }
+}
+
 TEST(ThreadPool, SplitTilesRangeExactly) {
   for (int64_t n : {0, 1, 7, 64, 1000, 1001}) {
     for (int nth : {1, 2, 3, 8, 13}) {

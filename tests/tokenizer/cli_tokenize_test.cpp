@@ -27,8 +27,12 @@ Run run(const std::string& cmd) {
   return r;
 }
 
-std::string cli() { return test::binary_dir() + "/src/ds-cli"; }
-std::string vocab(const char* name) { return test::shared_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf"); }
+std::string cli() {
+  return test::binary_dir() + "/src/ds-cli";
+}
+std::string vocab(const char* name) {
+  return test::shared_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf");
+}
 
 TEST(CliTokenize, IdsLineMatchesReference) {
   const std::string inp = test::read_file_text(test::shared_path("tokenizer/ggml-vocab-deepseek-v3.gguf.inp"));

@@ -20,25 +20,28 @@ std::string shared_path(const std::string& rel) {
 }
 
 std::string make_text(size_t target_bytes, uint32_t seed) {
-  static const char* en[] = {"the", "model", "server", "runs", "fast", "on", "every", "CPU", "with",
-                             "tokens", "and", "quantized", "weights", "while", "users", "wait", "for",
-                             "answers", "about", "science", "history", "language", "Internet", "is",
-                             "a", "of", "to", "in", "that", "it", "was", "not", "they", "Hello", "world"};
+  static const char* en[] = {"the",      "model",    "server", "runs",    "fast",      "on",      "every",
+                             "CPU",      "with",     "tokens", "and",     "quantized", "weights", "while",
+                             "users",    "wait",     "for",    "answers", "about",     "science", "history",
+                             "language", "Internet", "is",     "a",       "of",        "to",      "in",
+                             "that",     "it",       "was",    "not",     "they",      "Hello",   "world"};
   static const char* zh[] = {"我们", "模型", "服务器", "今天", "天气", "很好", "深度", "求索", "人工",
-                             "智能", "语言", "中文", "测试", "数据", "计算", "快速", "问题", "回答"};
-  static const char* code[] = {
-      "    for (int i = 0; i < n; ++i) sum += a[i] * b[i];\n",
-      "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
-      "\tif (x->next != nullptr) { x = x->next; }\n",
-      "const auto result = std::make_unique<Buffer>(size_t{4096});\n",
-      "SELECT name, COUNT(*) FROM users WHERE age > 30 GROUP BY name;\n"};
+                             "智能", "语言", "中文",   "测试", "数据", "计算", "快速", "问题", "回答"};
+  static const char* code[] = {"    for (int i = 0; i < n; ++i) sum += a[i] * b[i];\n",
+                               "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
+                               "\tif (x->next != nullptr) { x = x->next; }\n",
+                               "const auto result = std::make_unique<Buffer>(size_t{4096});\n",
+                               "SELECT name, COUNT(*) FROM users WHERE age > 30 GROUP BY name;\n"};
   std::mt19937 rng(seed);
   auto pick = [&](auto& arr) { return arr[rng() % (sizeof(arr) / sizeof(arr[0]))]; };
   std::string text;
   while (text.size() < target_bytes) {
     const uint32_t kind = rng() % 10;
     if (kind < 4) {
-      for (int w = 0; w < 12; ++w) { text += pick(en); text += (w % 5 == 4) ? ", " : " "; }
+      for (int w = 0; w < 12; ++w) {
+        text += pick(en);
+        text += (w % 5 == 4) ? ", " : " ";
+      }
       text += std::to_string(rng() % 10000) + ".\n";
     } else if (kind < 7) {
       for (int w = 0; w < 10; ++w) text += pick(zh);

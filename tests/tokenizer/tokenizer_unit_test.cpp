@@ -23,8 +23,12 @@ std::string byte_char(int b) {
     cp = 256 + n;
   }
   std::string s;
-  if (cp < 0x80) s += static_cast<char>(cp);
-  else { s += static_cast<char>(0xC0 | (cp >> 6)); s += static_cast<char>(0x80 | (cp & 0x3F)); }
+  if (cp < 0x80)
+    s += static_cast<char>(cp);
+  else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
   return s;
 }
 
@@ -34,8 +38,8 @@ enum : int32_t { LL = 256, HE, HELL, HELLO, SP_W, EL, BOS, EOS, U_SHORT, U_LONG,
 TokenizerVocab small_vocab() {
   TokenizerVocab v;
   for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_char(b));
-  v.tokens.insert(v.tokens.end(), {"ll", "he", "hell", "hello", byte_char(' ') + "w", "el",
-                                   "<s>", "</s>", "<u>", "<uu>", "<|a|>", "<|ab|>"});
+  v.tokens.insert(v.tokens.end(), {"ll", "he", "hell", "hello", byte_char(' ') + "w", "el", "<s>", "</s>", "<u>",
+                                   "<uu>", "<|a|>", "<|ab|>"});
   v.types.assign(v.tokens.size(), TokenType::NORMAL);
   v.types[BOS] = v.types[EOS] = v.types[C_SHORT] = v.types[C_LONG] = TokenType::CONTROL;
   v.types[U_SHORT] = v.types[U_LONG] = TokenType::USER_DEFINED;
@@ -218,7 +222,10 @@ TEST(PreTokenizer, PatternsSplitAsPublished) {
   // deepseek-coder: single digits, letters with one optional leading space.
   EXPECT_EQ(pieces("deepseek-coder", "ab  cd 12"), (Pieces{"ab", " ", " cd", " ", "1", "2"}));
   // deepseek-llm: U+3000 belongs to the punctuation range; not rewritten to a space.
-  EXPECT_EQ(pieces("deepseek-llm", "a\xE3\x80\x80" "b"), (Pieces{"a", "\xE3\x80\x80", "b"}));
+  EXPECT_EQ(pieces("deepseek-llm",
+                   "a\xE3\x80\x80"
+                   "b"),
+            (Pieces{"a", "\xE3\x80\x80", "b"}));
 }
 
 }  // namespace

@@ -6,10 +6,9 @@
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
 
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "gguf/gguf_file.h"
@@ -32,7 +31,10 @@ std::vector<std::string> split_on(const std::string& s, const std::string& sep) 
   size_t pos = 0;
   for (;;) {
     const size_t next = s.find(sep, pos);
-    if (next == std::string::npos) { parts.push_back(s.substr(pos)); return parts; }
+    if (next == std::string::npos) {
+      parts.push_back(s.substr(pos));
+      return parts;
+    }
     parts.push_back(s.substr(pos, next - pos));
     pos = next + sep.size();
   }
@@ -63,12 +65,21 @@ std::vector<Case> load_cases(const std::string& base) {
 std::string escaped(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c == '"' || c == '\\') { out += '\\'; out += static_cast<char>(c); }
-    else if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\x%02x", c); out += b; }
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else
+      out += static_cast<char>(c);
   }
   return out + "\"";
 }
@@ -132,7 +143,10 @@ TEST_P(TokenizerVectors, EncodeMatchesReferenceIds) {
   for (size_t i = 0; i < all.size(); ++i) {
     auto got = tok.encode(all[i].text, /*add_bos=*/false);
     ASSERT_TRUE(got) << got.message();
-    if (got.value() == all[i].ids) { ++passed; continue; }
+    if (got.value() == all[i].ids) {
+      ++passed;
+      continue;
+    }
     ADD_FAILURE() << "case " << i << ": " << escaped(all[i].text) << "\n  expected:" << join(all[i].ids)
                   << "\n  got:     " << join(got.value());
   }
@@ -170,21 +184,21 @@ TEST_P(TokenizerVectors, StreamingDecodeEqualsFullDecode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shared, TokenizerVectors,
-    ::testing::Values(VectorParam{"deepseek-llm", "gguf", kStandardCases, false},
-                      VectorParam{"deepseek-llm", "extra", kExtraCases, false},
-                      VectorParam{"deepseek-coder", "gguf", kStandardCases, false},
-                      VectorParam{"deepseek-coder", "extra", kExtraCases, false},
-                      VectorParam{"deepseek-v3", "gguf", kStandardCases, false},
-                      VectorParam{"deepseek-v3", "extra", kExtraCases, false},
-                      VectorParam{"qwen2", "gguf", kStandardCases, true},
-                      VectorParam{"qwen2", "extra", kExtraCases, true}),
-    [](const auto& info) {
-      std::string n = std::string(info.param.vocab) + "_" + info.param.suffix;
-      for (char& ch : n) if (ch == '-') ch = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Shared, TokenizerVectors,
+                         ::testing::Values(VectorParam{"deepseek-llm", "gguf", kStandardCases, false},
+                                           VectorParam{"deepseek-llm", "extra", kExtraCases, false},
+                                           VectorParam{"deepseek-coder", "gguf", kStandardCases, false},
+                                           VectorParam{"deepseek-coder", "extra", kExtraCases, false},
+                                           VectorParam{"deepseek-v3", "gguf", kStandardCases, false},
+                                           VectorParam{"deepseek-v3", "extra", kExtraCases, false},
+                                           VectorParam{"qwen2", "gguf", kStandardCases, true},
+                                           VectorParam{"qwen2", "extra", kExtraCases, true}),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param.vocab) + "_" + info.param.suffix;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
 
 // Facts about the files the tokenizer must honour (README: metadata and special handling).
 TEST(TokenizerFiles, MetadataIsRead) {
@@ -247,9 +261,10 @@ TEST(TokenizerFiles, KeepSpecialFalseDropsControlTokens) {
 // reference into the `tokens` of each model's JSON.
 TEST(TokenizerFiles, RefdataPromptTokens) {
   const std::string prompt = test::read_file_text(test::shared_path("refdata/prompt.txt"));
-  for (const char* model : {"tiny-llama-Q4_K_M", "tiny-qwen2-Q5_K_S", "tiny-dsv2-Q4_K_M",
-                            "tiny-dsv2-legacy-Q4_K_M", "tiny-dsv3-Q4_K_M"}) {
-    const auto meta = nlohmann::json::parse(test::read_file_text(test::shared_path(std::string("refdata/") + model + ".json")));
+  for (const char* model :
+       {"tiny-llama-Q4_K_M", "tiny-qwen2-Q5_K_S", "tiny-dsv2-Q4_K_M", "tiny-dsv2-legacy-Q4_K_M", "tiny-dsv3-Q4_K_M"}) {
+    const auto meta =
+        nlohmann::json::parse(test::read_file_text(test::shared_path(std::string("refdata/") + model + ".json")));
     const auto expected = meta.at("tokens").get<std::vector<int32_t>>();
     auto file = GgufFile::open(test::shared_path(std::string("refdata/") + model + ".gguf"));
     ASSERT_TRUE(file) << file.message();
@@ -257,7 +272,8 @@ TEST(TokenizerFiles, RefdataPromptTokens) {
     ASSERT_TRUE(tok) << model << ": " << tok.message();
     auto got = (*tok)->encode(prompt, /*add_bos=*/true);
     ASSERT_TRUE(got) << got.message();
-    EXPECT_EQ(got.value(), expected) << model << "\n  expected:" << join(expected) << "\n  got:     " << join(got.value());
+    EXPECT_EQ(got.value(), expected) << model << "\n  expected:" << join(expected)
+                                     << "\n  got:     " << join(got.value());
   }
 }
 
