@@ -156,6 +156,10 @@ std::pair<MatmulFn, DotFn> fast_path(GgmlType t) {
     case GgmlType::Q4_0: return fns<QuantTile<DotQ4_0>>();
     case GgmlType::Q5_0: return fns<QuantTile<DotQ5_0>>();
     case GgmlType::Q8_0: return fns<QuantTile<DotQ8_0>>();
+    case GgmlType::Q4_1: return fns<QuantTile<DotQ4_1>>();
+    case GgmlType::Q5_1: return fns<QuantTile<DotQ5_1>>();
+    case GgmlType::Q2_K: return fns<QuantTile<DotQ2K>>();
+    case GgmlType::Q3_K: return fns<QuantTile<DotQ3K>>();
     case GgmlType::Q4_K: return fns<QuantTile<DotQ4K>>();
     case GgmlType::Q5_K: return fns<QuantTile<DotQ5K>>();
     case GgmlType::Q6_K: return fns<QuantTile<DotQ6K>>();
