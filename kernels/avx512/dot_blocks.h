@@ -18,7 +18,6 @@
 #include <cstring>
 
 #include "kernels/quant/blocks.h"
-#include "kernels/ref/ref.h"
 
 namespace ds::avx512 {
 
@@ -218,6 +217,22 @@ struct DotQ2K : DotQ4K {
   }
 };
 
+// The 16 signed 6-bit scales of a Q3_K block as int8 (kernels/ref: q3_k_scales): low 4 bits
+// from the nibbles of bytes 0..7 (j < 8: low nibble of byte j, else high nibble of byte
+// j - 8), high 2 bits from byte 8 + j % 4 at bit 2 (j / 4); minus 32.
+inline __m128i q3_k_scales(const uint8_t* p) {
+  uint64_t lo8;
+  uint32_t hi4;
+  std::memcpy(&lo8, p, 8);
+  std::memcpy(&hi4, p + 8, 4);
+  const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(lo8));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+  const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(hi4)), _mm_setr_epi32(0, 2, 4, 6)),
+                                   _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
 // Q3_K: q = low 2 bits - (hmask bit ? 0 : 4), stored here as low | hbit << 2 (= q + 4).
 // The hmask bit of element 128n + 32s + l is bit 4n + s of hmask[l]: bits 2k, 2k + 1 for
 // register k.
@@ -232,9 +247,7 @@ struct DotQ3K : DotOffsetK<2> {
       const __m512i q = crumbs(b.qs, k);
       u.q[k] = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bit), q, four);
     }
-    int8_t sc[16];
-    ref::q3_k_scales(b.scales, sc);
-    set_scales(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc))), u);
+    set_scales(_mm256_cvtepi8_epi16(q3_k_scales(b.scales)), u);
     u.d = half_to_float(b.d);
   }
 };
