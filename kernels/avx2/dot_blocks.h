@@ -22,6 +22,20 @@ inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+// The 8 6-bit scales and 8 6-bit mins of a Q4_K/Q5_K block as bytes [sc0..sc7, m0..m7]
+// (SPEC.md "Block formats" scales formula, four sub-blocks per 32-bit word).
+inline __m128i k4_scales_mins(const uint8_t* q) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, q, 4);
+  std::memcpy(&w1, q + 4, 4);
+  std::memcpy(&w2, q + 8, 4);
+  const uint32_t sc03 = w0 & 0x3F3F3F3Fu;
+  const uint32_t m03 = w1 & 0x3F3F3F3Fu;
+  const uint32_t sc47 = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
+  const uint32_t m47 = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
+  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47), static_cast<int>(sc03));
+}
+
 // sum of w (u8) * a (s8) in int32 lanes, each lane weighted by the int16 scale lanes.
 inline __m256i dot_scaled(__m256i w, __m256i a, __m256i scale16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), scale16);
@@ -47,14 +61,12 @@ struct DotQ4K {
   using Acc = AccK;
 
   static void unpack_scales(const uint8_t* scales, half_t d, half_t dmin, Unpacked& u) {
-    int16_t mins[16];
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      ref::scale_min_k4(j, scales, &sc, &m);
-      u.sc[j] = _mm256_set1_epi16(static_cast<int16_t>(sc));
-      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
-    }
-    u.mins = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins));
+    const __m128i sm = k4_scales_mins(scales);  // [sc0..sc7, m0..m7] bytes
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    for (int j = 0; j < 8; ++j)  // int16 lane j broadcast: byte pair (2j, 2j + 1) everywhere
+      u.sc[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8))));
+    const __m256i m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+    u.mins = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));  // int16 pairs (m_j, m_j)
     u.d = half_to_float(d);
     u.dmin = half_to_float(dmin);
   }
@@ -123,9 +135,13 @@ struct DotQ6K {
       u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hbits(4));
       u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hbits(6));
     }
-    for (int i = 0; i < 8; ++i)
-      u.sc[i] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * i + 1]), _mm_set1_epi16(b.scales[2 * i]));
     u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    // Register i: scale 2i in the low 128 bits, 2i + 1 in the high: dword i (= int16 lanes
+    // 2i, 2i + 1) everywhere, then bytes 0-1 (low half) or 2-3 (high half) repeated.
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                                          2, 3, 2, 3, 2, 3);
+    for (int i = 0; i < 8; ++i)
+      u.sc[i] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.sc16, _mm256_set1_epi32(i)), pick);
     u.d = half_to_float(b.d);
   }
   static Acc zero() { return {_mm256_setzero_ps()}; }

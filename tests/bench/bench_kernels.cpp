@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel_test_data.h"
+#include "kernels/onednn_gemm.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
 }
 
 void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
-                  int n_threads) {
+                  int n_threads, bool onednn) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -44,10 +45,12 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
   const Problem& p = problem(*kt, t, n_in, n_out, n_tok);
   auto* out = const_cast<float*>(p.out.data());
   auto run = [&](int64_t r0, int64_t r1) {
-    kt->matmul({.wtype = t, .w = p.w.data(), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
+    const ds::MatmulArgs args{.wtype = t, .w = p.w.data(), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
                 .row_begin = r0, .row_end = r1, .act = p.act.data(),
                 .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok, .out = out,
-                .out_stride = n_out});
+                .out_stride = n_out};
+    if (!onednn) return kt->matmul(args);
+    if (!ds::onednn_matmul(args)) state.SkipWithError("oneDNN failed");
   };
   for (auto _ : state) {
     if (n_threads == 1) {
@@ -80,10 +83,28 @@ void register_all() {
                                      ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
                                      std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
                                      "/threads:" + std::to_string(n_threads);
-            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads)
+            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, false)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  // oneDNN (its own threading: set OMP_NUM_THREADS to compare with one of our threads).
+  for (GgmlType t : {GgmlType::F32, GgmlType::BF16})
+    for (auto [n_in, n_out] : shapes)
+      for (int64_t n_tok : {1, 64, 512}) {
+        const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + "onednn/" + ds::ggml_type_name(t) + "/" +
+                                 std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok);
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kRef, t, n_in, n_out, n_tok, 1, true)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+  for (GgmlType t : {GgmlType::F32, GgmlType::BF16, GgmlType::Q4_K})
+    for (auto [n_in, n_out] : shapes) {
+      const std::string name = std::string("GEMM/avx512/") + ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
+                               std::to_string(n_out) + "/tok:512/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, 512, 1, false)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
 }
 
 }  // namespace
