@@ -177,6 +177,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std:
 
   auto impl = std::make_unique<Impl>();
   const std::string pre_name = options.force_pre.empty() ? v.pre : options.force_pre;
+  if (pre_name.empty()) {
+    return Status::error(
+        "no tokenizer.ggml.pre (pre-tokenizer) in the vocabulary; force one (ds-cli --pre NAME), "
+        "e.g. deepseek-llm for DeepSeek-LLM/V2, deepseek-v3 for V3/R1");
+  }
   auto pre = PreTokenizer::create(pre_name);
   if (!pre) return pre.status();
   impl->pre = std::move(pre).value();
@@ -234,7 +239,7 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
       v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::UNDEFINED);
     }
   }
-  auto pre = f.get_string_or("tokenizer.ggml.pre", "(missing)");
+  auto pre = f.get_string_or("tokenizer.ggml.pre", "");
   if (!pre) return pre.status();
   v.pre = pre.value();
   struct IdKey {
