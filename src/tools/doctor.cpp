@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -28,8 +29,15 @@ namespace {
 
 // ---- small readers ------------------------------------------------------------------
 
+// $DS_HOST_ROOT prefixes every /proc and /sys path (tests point it at an empty
+// directory to prove that doctor copes with a host that has none of the files).
+std::string host_path(const std::string& path) {
+  const char* root = std::getenv("DS_HOST_ROOT");
+  return root && *root ? std::string(root) + path : path;
+}
+
 std::string read_first_line(const std::string& path) {
-  std::ifstream f(path);
+  std::ifstream f(host_path(path));
   std::string line;
   if (!f || !std::getline(f, line)) return "";
   return line;
@@ -43,7 +51,7 @@ std::string bracketed(const std::string& s) {
 
 // A "Key: value" field of /proc/cpuinfo or /proc/meminfo; "" when absent.
 std::string proc_field(const std::string& path, const std::string& key) {
-  std::ifstream f(path);
+  std::ifstream f(host_path(path));
   std::string line;
   while (std::getline(f, line)) {
     if (line.compare(0, key.size(), key) != 0) continue;

@@ -17,8 +17,8 @@ struct RunResult {
   std::string out;
 };
 
-RunResult run_cli(const std::string& args) {
-  const std::string cmd = test::binary_dir() + "/src/ds-cli " + args + " 2>&1";
+RunResult run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + test::binary_dir() + "/src/ds-cli " + args + " 2>&1";
   RunResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -44,6 +44,18 @@ TEST(Doctor, RunsAndReportsEverySection) {
   EXPECT_NE(r.out.find("--threads " + std::to_string(t.n_cores) + " "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(t.nodes.size() > 1 ? "--numa distribute" : "--numa none"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("unknown ("), std::string::npos) << "a measurement failed:\n" << r.out;
+}
+
+TEST(Doctor, HostWithoutProcOrSysFilesSaysUnknown) {
+  const std::string empty_root = test::make_temp_dir("doctor_root");
+  const RunResult r = run_cli("doctor --no-measure", "DS_HOST_ROOT=" + empty_root);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* needle :
+       {"cpu: unknown", "transparent huge pages: unknown (defrag: unknown)",
+        "reserved huge pages: unknown total, unknown free, page size unknown", "CPU frequency governor: unknown",
+        "automatic NUMA balancing: unknown", "(control: unknown)", "recommended ds-server flags:"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.out;
+  }
 }
 
 TEST(Doctor, NoMeasureAndBadOption) {

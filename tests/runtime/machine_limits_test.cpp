@@ -16,8 +16,8 @@ TEST(MachineLimits, Avx2PeakLoopComputesWhatItCounts) {
     int32_t sink = 0;
     EXPECT_EQ(peak::int8_madds_avx2(n, &sink), n * 8 * 32);
     // 8 chains k = 0..7 of 8 int32 lanes starting at k; per iteration each lane adds
-    // 4*a*b for the chain's (a, b) in {3,5,7,9} x {-2,4}; the a*b sum to 48.
-    EXPECT_EQ(static_cast<int64_t>(sink), 8 * 28 + 32 * 48 * static_cast<int64_t>(n)) << "n=" << n;
+    // 4 * (3 * -2) (two u8*s8 pairs to int16, two int16 to int32).
+    EXPECT_EQ(static_cast<int64_t>(sink), 8 * 28 - 8 * 8 * 24 * static_cast<int64_t>(n)) << "n=" << n;
   }
 }
 
@@ -25,9 +25,9 @@ TEST(MachineLimits, VnniPeakLoopComputesWhatItCounts) {
   if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   for (uint64_t n : {uint64_t{1}, uint64_t{1000}, uint64_t{12345}}) {
     int32_t sink = 0;
-    EXPECT_EQ(peak::int8_madds_avx512_vnni(n, &sink), n * 24 * 64);
-    // 24 chains k of 16 lanes starting at k; each vpdpbusd adds 4 * (3 * -2) per lane.
-    EXPECT_EQ(static_cast<int64_t>(sink), 16 * 276 - 16 * 24 * 24 * static_cast<int64_t>(n)) << "n=" << n;
+    EXPECT_EQ(peak::int8_madds_avx512_vnni(n, &sink), n * 16 * 64);
+    // 16 chains k of 16 lanes starting at k; each vpdpbusd adds 4 * (3 * -2) per lane.
+    EXPECT_EQ(static_cast<int64_t>(sink), 16 * 120 - 16 * 16 * 24 * static_cast<int64_t>(n)) << "n=" << n;
   }
 }
 
