@@ -45,6 +45,7 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
   s += act_bytes(TK, E) * 2;                      // gathered rows for gate and up
   s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);   // gate/up outputs, quantized for down
   s += floats(TK * E);                            // expert outputs
+  s += static_cast<size_t>(2 * X) * sizeof(MatJob) + 2 * floats(2 * X + 1) + kAlign;  // jobs, item offsets
   if (hp.n_expert_shared > 0) s += floats(T * E) + dense_ffn_scratch(T, E, Fe * hp.n_expert_shared);
   return s;
 }
@@ -126,12 +127,15 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   }
   float* G = ar.alloc<float>(TK * Fe);
   float* U = ar.alloc<float>(TK * Fe);
+  MatJob* jobs = ar.alloc<MatJob>(2 * X);
+  int n_jobs = 0;
   for (int e = 0; e < X; ++e) {
     const int64_t s = r.start[e], n = r.start[e + 1] - s;
     if (n == 0) continue;
-    ctx.matmul(lw.gate_exps.at(e), gx_g + static_cast<size_t>(s) * rb_g, rb_g, n, G + s * Fe, Fe);
-    ctx.matmul(lw.up_exps.at(e), gx_u + static_cast<size_t>(s) * rb_u, rb_u, n, U + s * Fe, Fe);
+    jobs[n_jobs++] = MatJob{lw.gate_exps.at(e), gx_g + static_cast<size_t>(s) * rb_g, rb_g, n, G + s * Fe, Fe};
+    jobs[n_jobs++] = MatJob{lw.up_exps.at(e), gx_u + static_cast<size_t>(s) * rb_u, rb_u, n, U + s * Fe, Fe};
   }
+  ctx.matmul_jobs(jobs, n_jobs);
   ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) { ctx.kt.silu_mul(G + i0 * Fe, U + i0 * Fe, G + i0 * Fe, (i1 - i0) * Fe); });
 
   // Down.
@@ -146,11 +150,13 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
     gq_stride = rb_d;
   }
   float* D = ar.alloc<float>(TK * E);
+  n_jobs = 0;
   for (int e = 0; e < X; ++e) {
     const int64_t s = r.start[e], n = r.start[e + 1] - s;
     if (n == 0) continue;
-    ctx.matmul(lw.down_exps.at(e), gq + static_cast<size_t>(s) * gq_stride, gq_stride, n, D + s * E, E);
+    jobs[n_jobs++] = MatJob{lw.down_exps.at(e), gq + static_cast<size_t>(s) * gq_stride, gq_stride, n, D + s * E, E};
   }
+  ctx.matmul_jobs(jobs, n_jobs);
 
   float* S = nullptr;
   if (lw.gate_shexp) {

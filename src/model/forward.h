@@ -87,6 +87,16 @@ class Arena {
   size_t high_ = 0;
 };
 
+// One matrix product of a batch of independent ones (MoE experts, per-head k_b/v_b).
+struct MatJob {
+  Mat w;
+  const void* act = nullptr;   // rows in vec_dot_type(w.type)
+  size_t act_stride = 0;       // bytes
+  int64_t n_tok = 0;
+  float* out = nullptr;
+  int64_t out_stride = 0;      // elements
+};
+
 struct ForwardCtx {
   const KernelTable& kt;
   ThreadPool& pool;
@@ -109,6 +119,9 @@ struct ForwardCtx {
   // out[t * out_stride + r] = W row r . act row t, rows split over threads. act is
   // already in vec_dot_type(w.type) with rows act_stride bytes apart.
   void matmul(const Mat& w, const void* act, size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
+  // All jobs in one parallel pass: each job's rows are cut into blocks that threads take
+  // dynamically, so many small products (experts, heads) cost one synchronization.
+  void matmul_jobs(const MatJob* jobs, int n_jobs);
   // Quantizes n_rows rows of n floats (x_stride apart) into `type` rows (dst_stride bytes apart).
   void quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n, uint8_t* dst,
                      size_t dst_stride);
