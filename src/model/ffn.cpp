@@ -9,6 +9,7 @@
 #include "model/ffn.h"
 
 #include <cstring>
+#include <optional>
 
 namespace ds {
 
@@ -93,6 +94,7 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   ActRows ax(ctx, xn, T, E, E);
 
   // Router (f32, never quantized) and selection.
+  std::optional<ProfScope> router(std::in_place, ctx.prof, Stage::kRouter);
   float* logits = ar.alloc<float>(T * X);
   matmul(ctx, lw.router, ax, logits, X);
   int32_t* ids = ar.alloc<int32_t>(TK);
@@ -110,6 +112,7 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
                                 .ids = ids,
                                 .weights = wts});
   ctx.emit("experts", il, ids, T, K);
+  router.reset();
 
   Routing r{ids, wts, ar.alloc<int64_t>(X + 1), ar.alloc<int64_t>(TK), ar.alloc<int64_t>(TK)};
   sort_by_expert(TK, X, r);

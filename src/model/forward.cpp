@@ -68,6 +68,7 @@ void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
 
 void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n,
                                uint8_t* dst, size_t dst_stride) {
+  ProfScope ps(prof, Stage::kQuantizeAct);
   parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) kt.quantize_act(type, x + t * x_stride, dst + static_cast<size_t>(t) * dst_stride, n);
   });
@@ -75,12 +76,14 @@ void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, 
 
 void ForwardCtx::rms_norm_rows(const float* x, int64_t x_stride, const Vec& w, float eps, int64_t n_rows, int64_t n,
                                float* y, int64_t y_stride) {
+  ProfScope ps(prof, Stage::kNormsRope);
   parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) kt.rms_norm(x + t * x_stride, w.data, y + t * y_stride, n, eps);
   });
 }
 
 void ForwardCtx::rope_rows(float* x, int n_head, int64_t head_stride, int64_t tok_stride, const RopeParams& p) {
+  ProfScope ps(prof, Stage::kNormsRope);
   parallel_for(batch.n_tok, [&](int64_t t0, int64_t t1) {
     kt.rope(RopeArgs{.x = x + t0 * tok_stride,
                      .n_tok = t1 - t0,
