@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 
 #include "refdata.h"
 
@@ -17,6 +18,9 @@ struct Case {
   int chunk;           // 0: one batch
   GgmlType kv_type;
 };
+// Readable test parameters in gtest's messages.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa) << " chunk " << c.chunk << " kv " << ggml_type_name(c.kv_type); }
+
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
