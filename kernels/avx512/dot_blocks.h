@@ -4,11 +4,12 @@
 // an unpacked block for several activation rows (STYLE.md habit 4).
 //
 // Numerics (SPEC.md): integer products per sub-block (u8 x s8 -> s16 pairs with maddubs,
-// then s16 x s16 scale -> s32 with VNNI dpwssd, or dpbusd for 32-blocks), one conversion to
-// float per block and lane, scaled by the two block scales. K-quant mins and Q6_K's -32
-// offset go through the activation's bsums. The float summation order differs from the
-// reference (16 lanes, reduced at the end) but is fixed, so results do not depend on the
-// batch ([BATCH_INVARIANT]).
+// then s16 x s16 scale -> s32 with VNNI dpwssd, or dpbusd for 32-blocks). K-quant mins and
+// the Q6_K/Q3_K offsets go through the activation's bsums. [KQUANT_EXACT] K-quants reduce
+// each superblock's integer sums exactly and then apply the reference's float operations in
+// the reference's order (dall * sumi - dmin * summ, summed block by block), so their dot
+// products are bit-identical to kernels/ref on every ISA. 32-blocks keep 8 float lanes
+// (fixed order, so [BATCH_INVARIANT] holds; equal to the reference to float rounding).
 //
 // Every struct has: WBlock, ABlock, Unpacked, Acc, kBlock (elements), unpack(), zero(),
 // accumulate(), reduce().
@@ -69,10 +70,27 @@ struct UnpackedK4 {
   __m256i mins;  // [m0, m0, m1, m1, ..., m7, m7]
   float d, dmin;
 };
+// A K-quant accumulator: the running float sum of the reference ([KQUANT_EXACT]).
 struct AccK {
-  __m512 sum;
-  __m256 mins;
+  float sum;
 };
+inline int hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+inline int hsum_epi32(__m512i v) {
+  return hsum_epi32(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+// The lane sums of a (16 lanes) and b (8 lanes) together.
+inline void hsum2_epi32(__m512i a, __m256i b, int* sa, int* sb) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1)), b);
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));  // [a a b b]
+  s = _mm_hadd_epi32(s, s);                                                              // [a b a b]
+  *sa = _mm_cvtsi128_si32(s);
+  *sb = _mm_extract_epi32(s, 1);
+}
 
 struct DotQ4K {
   using WBlock = BlockQ4_K;
@@ -104,18 +122,20 @@ struct DotQ4K {
     unpack_nibbles(b.qs, u);
     unpack_scales(b.scales, b.d, b.dmin, u);
   }
-  static Acc zero() { return {_mm512_setzero_ps(), _mm256_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m512i s = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
       const __m512i p = _mm512_maddubs_epi16(u.q[k], _mm512_loadu_si512(a.qs + 64 * k));
       s = _mm512_dpwssd_epi32(s, p, u.sc[k]);
     }
-    acc.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(a.d * u.d), acc.sum);
     const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
-    acc.mins = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(a.d * u.dmin), acc.mins);
+    int sumi, summ;
+    hsum2_epi32(s, m, &sumi, &summ);
+    const float dall = a.d * u.d, dmin = a.d * u.dmin;
+    acc.sum += dall * static_cast<float>(sumi) - dmin * static_cast<float>(summ);
   }
-  static float reduce(const Acc& acc) { return hsum512(acc.sum) - hsum256(acc.mins); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 struct DotQ5K : DotQ4K {
@@ -147,15 +167,13 @@ struct DotOffsetK {
     __m256i sc16;    // the 16 scales, for the offset through bsums
     float d;
   };
-  struct Acc {
-    __m512 sum;
-  };
+  using Acc = AccK;
   static void set_scales(__m256i sc16, Unpacked& u) {
     u.sc16 = sc16;
     const __m512i s = _mm512_castsi256_si512(sc16);
     for (int i = 0; i < 4; ++i) u.sc[i] = _mm512_permutexvar_epi16(idx_quad(4 * i), s);
   }
-  static Acc zero() { return {_mm512_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m512i s = _mm512_setzero_si512();
     for (int i = 0; i < 4; ++i) {
@@ -164,10 +182,12 @@ struct DotOffsetK {
     }
     // sum sc * (q - off) * a = sum sc * q * a - off * sum_j sc_j * bsums_j
     const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
-    s = _mm512_sub_epi32(s, _mm512_zextsi256_si512(_mm256_slli_epi32(off, kOffsetShift)));
-    acc.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(a.d * u.d), acc.sum);
+    int sumi, soff;
+    hsum2_epi32(s, off, &sumi, &soff);
+    sumi -= soff << kOffsetShift;
+    acc.sum += (a.d * u.d) * static_cast<float>(sumi);
   }
-  static float reduce(const Acc& acc) { return hsum512(acc.sum); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 struct DotQ6K : DotOffsetK<5> {

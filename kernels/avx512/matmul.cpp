@@ -18,6 +18,7 @@ namespace {
 constexpr int kTileRows = 2;       // weight rows unpacked together when there are >= kTileToks tokens
 constexpr int kTileToks = 4;       // activation rows multiplied with each unpacked block
 constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while weight rows stream past
+constexpr int64_t kPanelMinTok = 8;  // from this many activation rows on, K-quants use panels
 
 // Quantized weights: out[t * ld + r] = dot(weight row r, activation row t), r < NR, t < NT.
 // Each activation block is loaded once for NR weight rows; each weight block is unpacked
@@ -177,7 +178,17 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
 void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
-  fn(m);
+  if (!panel_supported(m.wtype) || m.n_tok < kPanelMinTok) return fn(m);
+  // Prefill: panels of 16 rows (matmul_panel.cpp), the remaining rows by the tile loop.
+  // Both are bit-identical per output ([KQUANT_EXACT]), so the split keeps invariance.
+  const int64_t panel_rows = (m.row_end - m.row_begin) / 16 * 16;
+  for (int64_t t0 = 0; t0 < m.n_tok; t0 += kTokChunk) {
+    const int64_t nt = std::min(kTokChunk, m.n_tok - t0);
+    for (int64_t r = m.row_begin; r < m.row_begin + panel_rows; r += 16) panel_matmul(m, r, t0, nt);
+  }
+  MatmulArgs rest = m;
+  rest.row_begin += panel_rows;
+  if (rest.row_begin < rest.row_end) fn(rest);
 }
 
 }  // namespace ds::avx512

@@ -102,8 +102,12 @@ struct Tokenizer::Impl {
   std::vector<bool> eog;
   LiteralTrie literals;
 
+  struct WordHash {  // lets the cache be searched with a string_view (no allocation)
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   mutable std::mutex cache_mu;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>> cache;
 
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   void encode_fragment(std::string_view frag, std::vector<int32_t>& out) const;
@@ -116,7 +120,7 @@ void Tokenizer::Impl::encode_word(std::string_view word, std::vector<int32_t>& o
   }
   {
     std::lock_guard<std::mutex> lock(cache_mu);
-    auto it = cache.find(std::string(word));
+    auto it = cache.find(word);
     if (it != cache.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -199,7 +203,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std:
     if ((t == TokenType::CONTROL || t == TokenType::USER_DEFINED) && !vv.tokens[i].empty()) {
       impl->literals.add(vv.tokens[i], id);
     }
-    if (t == TokenType::CONTROL) {
+    if (t == TokenType::CONTROL || t == TokenType::USER_DEFINED) {  // deepseek-coder's <|EOT|> is user-defined
       for (std::string_view e : kEogTexts) impl->eog[i] = impl->eog[i] || vv.tokens[i] == e;
     }
   }

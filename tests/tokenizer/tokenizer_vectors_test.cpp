@@ -211,6 +211,8 @@ TEST(TokenizerFiles, MetadataAndSpecialTokens) {
   EXPECT_TRUE(qwen.is_eog(151643));  // <|endoftext|>
   EXPECT_EQ(coder.bos(), 32013);
   EXPECT_TRUE(coder.add_bos());
+  EXPECT_TRUE(coder.is_eog(32021));   // <|EOT|> (user-defined) ends an instruct answer
+  EXPECT_FALSE(coder.is_eog(32019));  // <|User|>
 
   // BOS on request when the file asks for it; qwen2 files say add_bos_token = false.
   auto with = coder.encode("Hello", true).value();
