@@ -304,6 +304,45 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// Runs a command and returns its stdout.
+std::string capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+double field(const std::string& text, const std::string& name) {
+  const size_t at = text.find(name + ": ");
+  return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + name.size() + 2);
+}
+
+// The real-dimension shapes match the published models: total parameter counts (no MTP
+// layer) and, for V3 at Q4_K_M, the ~377 GiB of ../shared/SPEC.md. Dry runs write nothing.
+TEST_F(ToolsTest, RealShapesHaveThePublishedSizes) {
+  struct Want {
+    const char* shape;
+    double params_lo, params_hi;
+  };
+  for (const Want w : {Want{"v3", 670e9, 672e9}, Want{"v2-lite", 15.6e9, 15.8e9},
+                       Want{"r1-distill-llama-8b", 8.00e9, 8.06e9}, Want{"r1-distill-qwen-1.5b", 1.76e9, 1.79e9},
+                       Want{"moe-bench", 3.3e9, 3.5e9}}) {
+    const std::string out = capture(cli() + " synth --dry-run --shape " + w.shape + " --out " + path("dry.gguf"));
+    const double params = field(out, "parameters");
+    EXPECT_GE(params, w.params_lo) << w.shape << "\n" << out;
+    EXPECT_LE(params, w.params_hi) << w.shape;
+    if (std::string(w.shape) == "v3") {
+      const double gib = field(out, "file size") / (1024.0 * 1024 * 1024);
+      EXPECT_NEAR(gib, 377.0, 2.0);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("dry.gguf")));
+}
+
 // The self-made vocabulary works with the project's tokenizer: text round-trips, merges
 // compress ordinary English, special tokens are single ids.
 TEST_F(ToolsTest, SynthVocabularyTokenizes) {
