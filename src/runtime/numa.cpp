@@ -20,6 +20,7 @@ namespace ds {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;  // x86-64 transparent huge page size
+constexpr uint64_t kMaxL3PerCore = uint64_t{64} << 20;  // largest today: ~12 MiB (Genoa-X)
 
 struct Hwloc {
   hwloc_topology_t topo = nullptr;
@@ -50,7 +51,11 @@ struct Hwloc {
     info.n_pus = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
     const int n_l3 = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L3CACHE);
     for (int i = 0; i < n_l3; ++i) {
-      info.l3_bytes += hwloc_get_obj_by_type(topo, HWLOC_OBJ_L3CACHE, i)->attr->cache.size;
+      // Hypervisors sometimes report nonsense (508 MiB per core on one cloud VM); real
+      // parts stay far below kMaxL3PerCore per core sharing the cache.
+      hwloc_obj_t l3 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L3CACHE, i);
+      const int sharing = std::max(1, hwloc_get_nbobjs_inside_cpuset_by_type(topo, l3->cpuset, HWLOC_OBJ_CORE));
+      if (l3->attr->cache.size <= kMaxL3PerCore * sharing) info.l3_bytes += l3->attr->cache.size;
     }
     info.total_memory_bytes = hwloc_get_root_obj(topo)->total_memory;
     const int n_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 namespace ds {
@@ -53,6 +56,38 @@ TEST(Numa, AllocEveryModeSmallAndLarge) {
       std::memset(p, 0xab, bytes);
       EXPECT_EQ(p[bytes - 1], 0xab);
     }
+  }
+}
+
+// AnonHugePages (kB) of the /proc/self/smaps mapping that contains p; -1 if none does.
+long anon_huge_kb(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  while (std::getline(f, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
+      inside = addr >= lo && addr < hi;
+      continue;
+    }
+    long kb = 0;
+    if (inside && std::sscanf(line.c_str(), "AnonHugePages: %ld kB", &kb) == 1) return kb;
+  }
+  return -1;
+}
+
+TEST(Numa, LargeAllocationsGetTransparentHugePages) {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(thp, mode);
+  if (mode.find("[never]") != std::string::npos || mode.empty()) GTEST_SKIP() << "THP off on this host: " << mode;
+  for (NumaMode m : {NumaMode::kNone, NumaMode::kDistribute, NumaMode::kIsolate}) {
+    auto buf = NumaBuffer::allocate(size_t{16} << 20, m);
+    ASSERT_TRUE(buf.is_ok());
+    std::memset(buf->data(), 1, buf->size());
+    EXPECT_GT(anon_huge_kb(buf->data()), 0) << "no huge pages behind a 16 MiB " << numa_mode_name(m)
+                                            << " buffer (THP " << mode << ")";
   }
 }
 

@@ -6,8 +6,22 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <new>
 #include <thread>
 #include <vector>
+
+// Counts every global operator new in this test binary, so a test can prove that run()
+// allocates nothing (the decode step must not allocate; STYLE.md).
+static std::atomic<long> g_allocations{0};
+
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace ds {
 namespace {
@@ -70,6 +84,46 @@ TEST(ThreadPool, SlowThreadZeroAndSlowWorker) {
     });
     ASSERT_EQ(out[0], r);
     ASSERT_EQ(out[1], r);
+  }
+}
+
+TEST(ThreadPool, RunAllocatesNothing) {
+  ThreadPool pool({.n_threads = 3, .pin = false});
+  std::vector<double> a(300, 1.0), b(300, 2.0), c(300, 0.0);
+  double scale = 3.0;
+  int64_t n = 300;
+  pool.run([](int, int) {});  // first run: thread start-up is allowed to allocate
+  const long before = g_allocations.load();
+  for (int r = 0; r < 1000; ++r) {
+    // Captures five references: too big for std::function's inline buffer.
+    pool.run([&](int ith, int nth) {
+      int64_t lo, hi;
+      ThreadPool::split(n, ith, nth, &lo, &hi);
+      for (int64_t i = lo; i < hi; ++i) c[i] = a[i] * scale + b[i];
+    });
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0);
+  EXPECT_EQ(c[299], 5.0);
+  // The std::function overload works too (its allocation, if any, is the caller's).
+  const std::function<void(int, int)> f = [&](int ith, int) { c[ith] = -1.0; };
+  pool.run(f);
+  EXPECT_EQ(c[0], -1.0);
+  EXPECT_EQ(c[2], -1.0);
+}
+
+TEST(ThreadPool, ParallelForCoversEveryItemOnce) {
+  ThreadPool pool({.n_threads = 3, .pin = false});
+  for (int64_t n : {0, 1, 5, 1000, 1003}) {
+    for (int64_t chunk : {1, 7, 64, 5000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> bad_ith{0};
+      pool.parallel_for(n, chunk, [&](int64_t b, int64_t e, int ith) {
+        if (ith < 0 || ith >= 3 || e - b > chunk || b >= e) bad_ith.fetch_add(1);
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      EXPECT_EQ(bad_ith.load(), 0);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " chunk=" << chunk << " i=" << i;
+    }
   }
 }
 
