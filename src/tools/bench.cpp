@@ -199,9 +199,13 @@ int cmd_bench(const std::vector<std::string>& args) {
   const ModelCost cost = model_cost(**file);
 
   const int n_par = std::max(1, b.batch) + 1;
-  EngineOptions eo{.model_path = b.model, .n_ctx = std::max(b.n_prompt, b.n_gen) + 16, .n_parallel = n_par,
-                   .n_threads = b.n_threads, .kv_type = b.kv_type,
-                   .max_batch_tokens = std::max(b.n_prompt, std::max(1, b.batch))};
+  EngineOptions eo;
+  eo.model_path = b.model;
+  eo.n_ctx = std::max(b.n_prompt, b.n_gen) + 16;
+  eo.n_parallel = n_par;
+  eo.n_threads = b.n_threads;
+  eo.kv_type = b.kv_type;
+  eo.max_batch_tokens = std::max(b.n_prompt, std::max(1, b.batch));
   auto engine = Engine::create(eo);
   if (!engine) { std::fprintf(stderr, "error: %s\n", engine.message().c_str()); return 1; }
   Engine& e = **engine;
@@ -210,6 +214,12 @@ int cmd_bench(const std::vector<std::string>& args) {
 
   std::vector<double> pp, tg, btg;
   const auto prompt = random_tokens(b.n_prompt, n_vocab, 7);
+  // Warm-up (not timed): faults in the mmapped weights and the scratch buffers.
+  if (auto w = run_prefill(e, prompt, logits); !w) {
+    std::fprintf(stderr, "error: prefill: %s\n", w.message().c_str());
+    return 1;
+  }
+  (void)run_decode(e, 1, std::min(b.n_gen, 4), n_vocab, logits);
   for (int r = 0; r < b.repeats; ++r) {
     auto p = run_prefill(e, prompt, logits);
     if (!p) { std::fprintf(stderr, "error: prefill: %s\n", p.message().c_str()); return 1; }
