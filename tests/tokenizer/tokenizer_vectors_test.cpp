@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "gguf/gguf_file.h"
@@ -170,6 +171,70 @@ void check_streaming(const Tokenizer& tok, const std::vector<Case>& all) {
   }
 }
 
+// Seeded random UTF-8 text that stresses the pre-tokenizers and literal matching: ASCII,
+// whitespace runs, digits, CJK, Hangul, emoji, combining marks, control characters and pieces
+// of special-token texts.
+std::vector<Case> random_cases(uint32_t seed, size_t n) {
+  static const char* atoms[] = {" ",
+                                "  ",
+                                "\t",
+                                "\n",
+                                "\r\n",
+                                "a",
+                                "Z",
+                                "ing",
+                                "'s",
+                                "'LL",
+                                "0",
+                                "123",
+                                "4567",
+                                ".",
+                                ",",
+                                "!?",
+                                "~",
+                                "--",
+                                "==>",
+                                "(",
+                                "]",
+                                "{",
+                                "\\",
+                                "\"",
+                                "中",
+                                "文字",
+                                "한국어",
+                                "ひらがな",
+                                "カタカナ",
+                                "é",
+                                "e\xCC\x81",
+                                "\xCC\x88",
+                                "ß",
+                                "Ω",
+                                "😀",
+                                "👩‍💻",
+                                "🇯🇵",
+                                "\xE3\x80\x80",
+                                "\xC2\xA0",
+                                "\xE2\x80\x8B",
+                                "\x01",
+                                "\x7F",
+                                "<",
+                                "<｜",
+                                "｜>",
+                                "<｜User｜>",
+                                "<|im_end|>",
+                                "[PAD",
+                                "<|EOT|>",
+                                "ø",
+                                "\xF0\x9F\x8F\xBB"};
+  std::mt19937 rng(seed);
+  std::vector<Case> cases(n);
+  for (auto& c : cases) {
+    const size_t len = rng() % 40;
+    for (size_t k = 0; k < len; ++k) c.text += atoms[rng() % (sizeof(atoms) / sizeof(atoms[0]))];
+  }
+  return cases;
+}
+
 class TokenizerVectors : public ::testing::TestWithParam<VectorParam> {};
 
 TEST_P(TokenizerVectors, EncodeRoundTripAndStream) {
@@ -182,6 +247,11 @@ TEST_P(TokenizerVectors, EncodeRoundTripAndStream) {
     check_round_trip(tok, GetParam().nfc, all);
     check_streaming(tok, all);
   }
+  // Properties on random text (no reference ids): round trip, and streaming of the ids.
+  auto random = random_cases(1234, 300);
+  for (auto& c : random) c.ids = tok.encode(c.text, false).value();
+  check_round_trip(tok, GetParam().nfc, random);
+  check_streaming(tok, random);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, TokenizerVectors,
