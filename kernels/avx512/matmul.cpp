@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/kernels_avx512.h"
@@ -178,7 +179,9 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
 void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
-  if (!panel_supported(m.wtype) || m.n_tok < kPanelMinTok) return fn(m);
+  // Panels gather the 16 rows with 32-bit offsets: 15 row strides must fit.
+  const bool panel = panel_supported(m.wtype) && m.n_tok >= kPanelMinTok && m.w_row_stride <= INT32_MAX / 16;
+  if (!panel) return fn(m);
   // Prefill: panels of 16 rows (matmul_panel.cpp), the remaining rows by the tile loop.
   // Both are bit-identical per output ([KQUANT_EXACT]), so the split keeps invariance.
   const int64_t panel_rows = (m.row_end - m.row_begin) / 16 * 16;
