@@ -119,7 +119,7 @@ void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
                                           _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
   const int64_t nb = m.n_in / kQK_K;
   const auto* act = static_cast<const uint8_t*>(m.act);
-  __m512 acc[64];  // nt <= 64 (the token chunk)
+  __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   PanelK4 p;
   for (int64_t ib = 0; ib < nb; ++ib) {
@@ -216,7 +216,7 @@ void panel_q6k(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
   const auto* act = static_cast<const uint8_t*>(m.act);
-  __m512 acc[64];
+  __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   PanelQ6K p;
   for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
@@ -356,7 +356,7 @@ void panel32(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
   const auto* act = static_cast<const uint8_t*>(m.act);
-  __m512 acc[64];
+  __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   Panel32 p;
   for (int64_t ib = 0; ib < m.n_in / 32; ++ib) {
