@@ -37,7 +37,20 @@ void tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* act, size
   typename Dq::Unpacked u[NR];
   for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) acc[r][t] = Dq::zero();
-  for (int64_t ib = 0; ib < n / Dq::kBlock; ++ib) {
+  int64_t ib = 0;
+  if constexpr (requires { Dq::kGroup4; }) {
+    // 32-blocks: four blocks per step so their integer sums are reduced together.
+    typename Dq::Unpacked u4[NR][4];
+    for (; ib + 4 <= n / Dq::kBlock; ib += 4) {
+      for (int r = 0; r < NR; ++r)
+        for (int b = 0; b < 4; ++b) Dq::unpack(reinterpret_cast<const WB*>(w + r * w_stride)[ib + b], u4[r][b]);
+      for (int t = 0; t < NT; ++t) {
+        const AB* a = reinterpret_cast<const AB*>(act + t * act_stride) + ib;
+        for (int r = 0; r < NR; ++r) Dq::accumulate4(u4[r], a, acc[r][t]);
+      }
+    }
+  }
+  for (; ib < n / Dq::kBlock; ++ib) {
     for (int r = 0; r < NR; ++r) Dq::unpack(reinterpret_cast<const WB*>(w + r * w_stride)[ib], u[r]);
     for (int t = 0; t < NT; ++t) {
       const AB& a = reinterpret_cast<const AB*>(act + t * act_stride)[ib];
