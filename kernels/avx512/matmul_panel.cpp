@@ -1,12 +1,13 @@
-// AVX-512 VNNI "panel" matmul for K-quants when many activation rows share the weights
-// (prefill): 16 weight rows are unpacked per superblock into registers whose 16 int32 lanes
+// AVX-512 VNNI "panel" matmul for the quantized types (K-quants and 32-blocks) when many
+// activation rows share the weights (prefill): 16 weight rows are unpacked per superblock into registers whose 16 int32 lanes
 // are the 16 rows ("lanes = rows"), so one dpbusd with a broadcast group of 4 activation
 // quants does 64 multiply-adds for 16 different outputs, sub-block scales are one mullo
 // per sub-block, and no horizontal sums are needed. The panel is unpacked once per chunk of
-// activation rows: quants by 16 row loads and a 16 x 16 dword transpose, scales by gathers
-// (measured: transposes made the unpack ~4x cheaper than gathering every dword).
+// activation rows: K-quant quants by 16 row loads and a 16 x 16 dword transpose, scales and
+// 32-blocks by gathers (measured: transposes made the K-quant unpack ~4x cheaper than
+// gathering every dword).
 //
-// [KQUANT_EXACT]: per (row, token, superblock) the integer sums are exact and the float
+// [KQUANT_EXACT] / [QUANT_EXACT]: per (row, token, block) the integer sums are exact and the float
 // operations are the reference's (dall * sumi - dmin * summ, then the running sum), one lane
 // per row, so results are bit-identical to kernels/ref and to the 1-row path in matmul.cpp;
 // choosing this path by batch size therefore keeps [BATCH_INVARIANT].
