@@ -73,6 +73,8 @@ struct GgufOpenOptions {
 
 class GgufFile {
  public:
+  struct Shard;  // one mmapped file (defined in the .cpp)
+
   // Opens and validates. Given the first shard of a split model ("-00001-of-0000N.gguf")
   // it opens every shard and presents one model; a missing shard is an error naming it.
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path, GgufOpenOptions opts = {});
@@ -111,7 +113,10 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  struct Shard;
+  Status add_shard(std::unique_ptr<Shard> shard, int index);
+  Status check_split_keys() const;
+  Status type_error(std::string_view key, const GgufValue& v, const char* want) const;
+
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<Shard>> shards_;
   uint32_t version_ = 0;

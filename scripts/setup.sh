@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies from Debian packages (idempotent: only what is
+# missing is installed). Needs root (or sudo) the first time.
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build pkg-config git
+          libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libdnnl-dev libhwloc-dev
+          libpcre2-dev libicu-dev libgtest-dev libgmock-dev libbenchmark-dev
+          clang libclang-rt-dev curl python3)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
