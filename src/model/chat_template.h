@@ -1,0 +1,95 @@
+// Chat templates: built-in renderers for the DeepSeek chat formats (../shared/SPEC.md "Chat
+// formats") instead of a Jinja interpreter. A file's tokenizer.chat_template is only recognized
+// by distinctive substrings and mapped to one of the named formats; a user can override by name.
+// The rendered prompt starts with the BOS text where the format has one, so it is tokenized
+// with add_bos = false and parse_special = true.
+//
+// ReasoningSplitter separates R1-style output into reasoning (between <think> and </think>)
+// and content, both for a whole text and incrementally while streaming.
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ds/status.h"
+
+namespace ds {
+
+class GgufFile;
+class Tokenizer;
+
+enum class ChatFormat {
+  DEEPSEEK3,       // "deepseek3": V3 (and V2.5 files with the same markers)
+  DEEPSEEK_R1,     // "deepseek-r1": R1, R1-Distill-Qwen/Llama (<think>\n after the marker)
+  DEEPSEEK2,       // "deepseek2" (alias "deepseek-llm"): V2/V2.5 chat, deepseek-llm chat
+  DEEPSEEK_CODER,  // "deepseek-coder": deepseek-coder instruct
+  CHATML,          // "chatml": Qwen2-style <|im_start|>role\n...<|im_end|>
+};
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant"
+  std::string content;
+};
+
+class ChatTemplate {
+ public:
+  // Names accepted by from_name / --chat-template, for help and error messages.
+  static const std::vector<std::string>& names();
+  // Maps a Jinja template text to a format; an unrecognized text is an error listing names().
+  static Result<ChatFormat> recognize(std::string_view template_text);
+  // bos_text / eos_text: the texts of the model's BOS and EOS tokens ("" when none).
+  static Result<ChatTemplate> from_name(std::string_view name, std::string bos_text,
+                                        std::string eos_text);
+  // The file's tokenizer.chat_template, or `override_name` when not empty. A file without a
+  // template and no override is an error that lists the names.
+  static Result<ChatTemplate> from_gguf(const GgufFile& file, const Tokenizer& tokenizer,
+                                        std::string_view override_name = "");
+
+  ChatTemplate(ChatFormat format, std::string bos_text, std::string eos_text);
+
+  // Renders the conversation. Unknown roles are an error naming the role and the message index.
+  Result<std::string> render(std::span<const ChatMessage> messages,
+                             bool add_generation_prompt) const;
+
+  ChatFormat format() const { return format_; }
+  const char* name() const;
+  // R1 family: outputs carry <think>...</think> reasoning.
+  bool has_reasoning() const { return format_ == ChatFormat::DEEPSEEK_R1; }
+  // The generation prompt already opened <think>: the output starts inside the reasoning.
+  bool prompt_opens_reasoning() const { return format_ == ChatFormat::DEEPSEEK_R1; }
+  // ChatML only: system prompt used when the conversation has none ("" = none).
+  void set_default_system(std::string text) { default_system_ = std::move(text); }
+
+ private:
+  ChatFormat format_;
+  std::string bos_;
+  std::string eos_;
+  std::string default_system_;
+};
+
+// Splits "<think>reasoning</think>content". When started inside the reasoning (the prompt
+// ended with "<think>\n"), text up to "</think>" is reasoning; otherwise a leading "<think>"
+// (after optional whitespace) opens it and any other start means there is no reasoning.
+// Whitespace right after "</think>" is dropped from the content. Streaming: push() returns
+// what is certain so far and holds back text that may be the start of a tag.
+class ReasoningSplitter {
+ public:
+  struct Delta {
+    std::string reasoning;
+    std::string content;
+  };
+  explicit ReasoningSplitter(bool starts_in_reasoning);
+  Delta push(std::string_view text);
+  Delta flush();
+  // Whole-text convenience: the same as one push() and flush().
+  static Delta split(std::string_view text, bool starts_in_reasoning);
+
+ private:
+  enum class State { START, REASONING, AFTER_THINK, CONTENT };
+  void step(Delta& out, bool final);
+  State state_;
+  std::string held_;
+};
+
+}  // namespace ds
