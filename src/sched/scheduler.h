@@ -91,6 +91,7 @@ class Scheduler {
   int n_running() const { return static_cast<int>(running_.size()); }
   bool idle() const { return reqs_.empty(); }
   int n_cache_blocks() const { return cache_ ? cache_->size() : 0; }
+  int n_cache_evictable() const { return cache_ ? cache_->n_evictable() : 0; }
   const SchedOptions& options() const { return opts_; }
   int64_t n_preemptions_total() const { return n_preemptions_total_; }
 
