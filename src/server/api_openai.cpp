@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "server/api_internal.h"
+#include "server/text_stream.h"
 
 namespace ds::api {
 
@@ -183,10 +184,14 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
                                    {"finish_reason", finish ? json(finish) : json(nullptr)}}});
       return j;
     };
-    auto send_delta = [&](const ReasoningFilter::Delta& d) {
+    // The reasoning splitter may cut text anywhere: re-join UTF-8 characters per field.
+    StopTextStream utf8_reasoning({}), utf8_content({});
+    auto send_delta = [&](const ReasoningFilter::Delta& d, bool last = false) {
+      const std::string reasoning = utf8_reasoning.push(d.reasoning) + (last ? utf8_reasoning.flush() : "");
+      const std::string content = utf8_content.push(d.content) + (last ? utf8_content.flush() : "");
       bool ok = true;
-      if (!d.reasoning.empty()) ok = sink.write(sse_data(chunk({{"reasoning_content", d.reasoning}}, nullptr)));
-      if (ok && !d.content.empty()) ok = sink.write(sse_data(chunk({{"content", d.content}}, nullptr)));
+      if (!reasoning.empty()) ok = sink.write(sse_data(chunk({{"reasoning_content", reasoning}}, nullptr)));
+      if (ok && !content.empty()) ok = sink.write(sse_data(chunk({{"content", content}}, nullptr)));
       return ok;
     };
     if (!sink.write(sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)))) {
@@ -202,7 +207,7 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
       sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
       return;
     }
-    if (filter) send_delta(filter->flush());
+    send_delta(filter ? filter->flush() : ReasoningFilter::Delta{}, true);
     ctx.counters.completions_ok++;
     json last = chunk(json::object(), finish_reason(g));
     if (r->include_usage) last["usage"] = usage_json(g);
