@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ds/status.h"
@@ -79,6 +80,17 @@ class Engine {
   // rows in chunk order: one row per chunk, or one per token for all_logits chunks.
   // Results for a sequence do not depend on the other chunks [BATCH_INVARIANT].
   virtual Status step(std::span<const SeqChunk> chunks, float* logits) = 0;
+
+  // Latency attribution for `ds-cli bench --profile`: when enabled, step() adds the time of
+  // each stage (names from kProfileStages) into a table that profile() returns and
+  // profile_reset() zeroes. Off by default; an engine that does not profile returns {}.
+  virtual void set_profiling(bool on) {}
+  virtual std::vector<std::pair<std::string, double>> profile() const { return {}; }  // stage, seconds
+  virtual void profile_reset() {}
 };
+
+// Stage names an engine reports in profile(), in this order.
+inline constexpr const char* kProfileStages[] = {
+    "norms+rope", "attention", "router", "ffn_dense", "ffn_experts", "output_head", "quantize_act", "sync", "other"};
 
 }  // namespace ds

@@ -6,11 +6,16 @@
 
 namespace ds::ref {
 
+// Q8_0/Q8_1 share the scale rule: d = max|x| / 127 over one 32-block.
+static float q8_block_scale(const float* x) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  return amax / 127.0f;
+}
+
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   for (int64_t ib = 0; ib < n / kQK8_0; ++ib, x += kQK8_0) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
+    const float d = q8_block_scale(x);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[ib].d = f32_to_fp16(d);
     for (int j = 0; j < kQK8_0; ++j) y[ib].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
@@ -19,9 +24,7 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
 
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
   for (int64_t ib = 0; ib < n / kQK8_1; ++ib, x += kQK8_1) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_1; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
+    const float d = q8_block_scale(x);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQK8_1; ++j) {

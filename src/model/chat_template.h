@@ -39,8 +39,7 @@ class ChatTemplate {
   // Maps a Jinja template text to a format; an unrecognized text is an error listing names().
   static Result<ChatFormat> recognize(std::string_view template_text);
   // bos_text / eos_text: the texts of the model's BOS and EOS tokens ("" when none).
-  static Result<ChatTemplate> from_name(std::string_view name, std::string bos_text,
-                                        std::string eos_text);
+  static Result<ChatTemplate> from_name(std::string_view name, std::string bos_text, std::string eos_text);
   // The file's tokenizer.chat_template, or `override_name` when not empty. A file without a
   // template and no override is an error that lists the names.
   static Result<ChatTemplate> from_gguf(const GgufFile& file, const Tokenizer& tokenizer,
@@ -49,8 +48,7 @@ class ChatTemplate {
   ChatTemplate(ChatFormat format, std::string bos_text, std::string eos_text);
 
   // Renders the conversation. Unknown roles are an error naming the role and the message index.
-  Result<std::string> render(std::span<const ChatMessage> messages,
-                             bool add_generation_prompt) const;
+  Result<std::string> render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
   ChatFormat format() const { return format_; }
   const char* name() const;

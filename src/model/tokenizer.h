@@ -24,7 +24,13 @@ class GgufFile;
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : int32_t {
-  UNDEFINED = 0, NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6,
+  UNDEFINED = 0,
+  NORMAL = 1,
+  UNKNOWN = 2,
+  CONTROL = 3,
+  USER_DEFINED = 4,
+  UNUSED = 5,
+  BYTE = 6,
 };
 
 struct TokenizerOptions {
@@ -36,23 +42,21 @@ struct TokenizerOptions {
 // Everything a Tokenizer is built from (what from_gguf reads out of the metadata). Public so
 // tests and tools can build small vocabularies without a file.
 struct TokenizerVocab {
-  std::vector<std::string> tokens;    // token text as stored (byte-level encoded for normal tokens)
-  std::vector<TokenType> types;       // same length as tokens (empty: all NORMAL)
-  std::vector<std::string> merges;    // "left right"; rank = index
-  std::string pre = "deepseek-v3";    // tokenizer.ggml.pre
+  std::vector<std::string> tokens;                 // token text as stored (byte-level encoded for normal tokens)
+  std::vector<TokenType> types;                    // same length as tokens (empty: all NORMAL)
+  std::vector<std::string> merges;                 // "left right"; rank = index
+  std::string pre = "deepseek-v3";                 // tokenizer.ggml.pre
   int32_t bos = -1, eos = -1, eot = -1, pad = -1;  // -1: none
-  bool add_bos = true;                // tokenizer.ggml.add_bos_token (default true for gpt2)
-  bool add_eos = false;               // tokenizer.ggml.add_eos_token
+  bool add_bos = true;                             // tokenizer.ggml.add_bos_token (default true for gpt2)
+  bool add_eos = false;                            // tokenizer.ggml.add_eos_token
 };
 
 class Tokenizer {
  public:
   // Reads tokenizer.ggml.* from the file. Errors name the key and value: a model other than
   // gpt2, an unknown pre-tokenizer (unless options.force_pre), inconsistent array lengths.
-  static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file,
-                                                      const TokenizerOptions& options = {});
-  static Result<std::unique_ptr<Tokenizer>> from_vocab(TokenizerVocab vocab,
-                                                       const TokenizerOptions& options = {});
+  static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file, const TokenizerOptions& options = {});
+  static Result<std::unique_ptr<Tokenizer>> from_vocab(TokenizerVocab vocab, const TokenizerOptions& options = {});
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
@@ -64,8 +68,7 @@ class Tokenizer {
   // parse_special: control tokens written literally in the text become those tokens; off, they
   //   are tokenized as plain text. User-defined tokens are always matched literally (as the
   //   reference tokenizers do for non-special added tokens).
-  Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos,
-                                      bool parse_special = true) const;
+  Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
 
   // Ids -> bytes (the concatenation may be invalid UTF-8 for arbitrary id sequences).
   // keep_special = false drops control tokens (BOS, EOS, ...). Out-of-range ids are an error.
@@ -83,7 +86,7 @@ class Tokenizer {
   int32_t eos() const;
   int32_t n_vocab() const;
   bool add_bos() const;
-  TokenType type(int32_t id) const;  // UNDEFINED for out-of-range ids
+  TokenType type(int32_t id) const;   // UNDEFINED for out-of-range ids
   bool is_special(int32_t id) const;  // control token
   bool is_eog(int32_t id) const;      // ends generation: EOS, EOT, <|im_end|>, <|EOT|>, ...
   const std::string& pre_name() const;

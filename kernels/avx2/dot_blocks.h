@@ -1,0 +1,205 @@
+// AVX2 block dot products: the same shape as kernels/avx512/dot_blocks.h (unpack a weight
+// block once, accumulate it against several activation blocks) with 256-bit registers and
+// without VNNI: u8 x s8 -> s16 pairs with maddubs, then s16 x s16 scale -> s32 with madd.
+// Integer sums per sub-block are exact (maddubs cannot saturate for these ranges), so
+// results differ from the reference only in float summation order ([BATCH_INVARIANT]
+// holds because each output's sequence of operations is fixed).
+#pragma once
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/quant/blocks.h"
+#include "kernels/ref/ref.h"
+
+namespace ds::avx2 {
+
+inline float half_to_float(half_t h) { return _cvtsh_ss(h); }
+
+inline float hsum256(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// sum of w (u8) * a (s8) in int32 lanes, each lane weighted by the int16 scale lanes.
+inline __m256i dot_scaled(__m256i w, __m256i a, __m256i scale16) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), scale16);
+}
+
+struct AccK {
+  __m256 sum;
+  __m256 mins;
+};
+
+// Q4_K / Q5_K: eight registers of 32 unsigned quants (one sub-block each), scales
+// broadcast per register, mins per group of 16 for the bsums.
+struct DotQ4K {
+  using WBlock = BlockQ4_K;
+  using ABlock = BlockQ8_K;
+  static constexpr int kBlock = 256;
+  struct Unpacked {
+    __m256i q[8];
+    __m256i sc[8];
+    __m256i mins;  // [m0, m0, m1, m1, ..., m7, m7] int16
+    float d, dmin;
+  };
+  using Acc = AccK;
+
+  static void unpack_scales(const uint8_t* scales, half_t d, half_t dmin, Unpacked& u) {
+    int16_t mins[16];
+    for (int j = 0; j < 8; ++j) {
+      int sc, m;
+      ref::scale_min_k4(j, scales, &sc, &m);
+      u.sc[j] = _mm256_set1_epi16(static_cast<int16_t>(sc));
+      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
+    }
+    u.mins = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins));
+    u.d = half_to_float(d);
+    u.dmin = half_to_float(dmin);
+  }
+  static void unpack_nibbles(const uint8_t* qs, Unpacked& u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int p = 0; p < 4; ++p) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * p));
+      u.q[2 * p] = _mm256_and_si256(v, m4);
+      u.q[2 * p + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+  }
+  static void unpack(const WBlock& b, Unpacked& u) {
+    unpack_nibbles(b.qs, u);
+    unpack_scales(b.scales, b.d, b.dmin, u);
+  }
+  static Acc zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m256i s = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j)
+      s = _mm256_add_epi32(s, dot_scaled(u.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j)), u.sc[j]));
+    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(a.d * u.d), acc.sum);
+    const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
+    acc.mins = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(a.d * u.dmin), acc.mins);
+  }
+  static float reduce(const Acc& acc) { return hsum256(acc.sum) - hsum256(acc.mins); }
+};
+
+struct DotQ5K : DotQ4K {
+  using WBlock = BlockQ5_K;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    unpack_nibbles(b.qs, u);
+    // 5th bit of sub-block j's element l is bit j of qh[l].
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int j = 0; j < 8; ++j) {
+      const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, j), one);
+      u.q[j] = _mm256_or_si256(u.q[j], _mm256_slli_epi16(bit, 4));
+    }
+    unpack_scales(b.scales, b.d, b.dmin, u);
+  }
+};
+
+struct DotQ6K {
+  using WBlock = BlockQ6_K;
+  using ABlock = BlockQ8_K;
+  static constexpr int kBlock = 256;
+  struct Unpacked {
+    __m256i q[8];   // elements 32i .. 32i + 31, unsigned 0..63
+    __m256i sc[8];  // int16 lanes 0..7: scale 2i, lanes 8..15: scale 2i + 1
+    __m256i sc16;   // the 16 scales, for the -32 offset through bsums
+    float d;
+  };
+  struct Acc {
+    __m256 sum;
+  };
+
+  static void unpack(const WBlock& b, Unpacked& u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+      auto hbits = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), m2), 4); };
+      u.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hbits(0));
+      u.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hbits(2));
+      u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hbits(4));
+      u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hbits(6));
+    }
+    for (int i = 0; i < 8; ++i)
+      u.sc[i] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * i + 1]), _mm_set1_epi16(b.scales[2 * i]));
+    u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    u.d = half_to_float(b.d);
+  }
+  static Acc zero() { return {_mm256_setzero_ps()}; }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m256i s = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i)
+      s = _mm256_add_epi32(s, dot_scaled(u.q[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * i)), u.sc[i]));
+    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
+    s = _mm256_sub_epi32(s, _mm256_slli_epi32(off, 5));
+    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(a.d * u.d), acc.sum);
+  }
+  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+};
+
+// 32-blocks against Q8_0 activations: |w| x (a * sign(w)), exact in int16 pairs.
+struct Dot32Base {
+  using ABlock = BlockQ8_0;
+  static constexpr int kBlock = 32;
+  struct Unpacked {
+    __m256i w;
+    __m256i absw;
+    float d;
+  };
+  struct Acc {
+    __m256 sum;
+  };
+  static Acc zero() { return {_mm256_setzero_ps()}; }
+  static void finish_unpack(__m256i w, half_t d, Unpacked& u) {
+    u.w = w;
+    u.absw = _mm256_abs_epi8(w);
+    u.d = half_to_float(d);
+  }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)), u.w);
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u.absw, s), _mm256_set1_epi16(1));
+    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
+  }
+  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+};
+
+inline __m256i nibbles32(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+}
+
+// Bit j of the 32-bit mask -> byte j = 0x10 (Q5_0's 5th bits).
+inline __m256i high_bits32(const uint8_t* qh4) {
+  uint32_t qh;
+  std::memcpy(&qh, qh4, 4);
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), shuf);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+struct DotQ4_0 : Dot32Base {
+  using WBlock = BlockQ4_0;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    finish_unpack(_mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)), b.d, u);
+  }
+};
+struct DotQ5_0 : Dot32Base {
+  using WBlock = BlockQ5_0;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    finish_unpack(_mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), high_bits32(b.qh)), _mm256_set1_epi8(16)), b.d, u);
+  }
+};
+struct DotQ8_0 : Dot32Base {
+  using WBlock = BlockQ8_0;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);
+  }
+};
+
+}  // namespace ds::avx2

@@ -1,0 +1,244 @@
+// AVX-512 (BW/VL, VNNI, BF16) block dot products: one small struct per weight type that
+// unpacks a weight block into registers once (`unpack`) and multiplies the unpacked block
+// with one activation block (`accumulate`), so the matmul tile loop (matmul.cpp) can reuse
+// an unpacked block for several activation rows (STYLE.md habit 4).
+//
+// Numerics (SPEC.md): integer products per sub-block (u8 x s8 -> s16 pairs with maddubs,
+// then s16 x s16 scale -> s32 with VNNI dpwssd, or dpbusd for 32-blocks), one conversion to
+// float per block and lane, scaled by the two block scales. K-quant mins and Q6_K's -32
+// offset go through the activation's bsums. The float summation order differs from the
+// reference (16 lanes, reduced at the end) but is fixed, so results do not depend on the
+// batch ([BATCH_INVARIANT]).
+//
+// Every struct has: WBlock, ABlock, Unpacked, Acc, kBlock (elements), unpack(), zero(),
+// accumulate(), reduce().
+#pragma once
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/quant/blocks.h"
+
+namespace ds::avx512 {
+
+inline float half_to_float(half_t h) { return _cvtsh_ss(h); }
+
+inline float hsum256(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+inline float hsum512(__m512 v) {
+  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+// The 8 6-bit scales and 8 6-bit mins of a Q4_K/Q5_K block as 16 int16:
+// [sc0..sc7, m0..m7] (SPEC.md "Block formats", scales formula, four sub-blocks per word).
+inline __m256i k4_scales_mins(const uint8_t* q) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, q, 4);
+  std::memcpy(&w1, q + 4, 4);
+  std::memcpy(&w2, q + 8, 4);
+  const uint32_t sc03 = w0 & 0x3F3F3F3Fu;
+  const uint32_t m03 = w1 & 0x3F3F3F3Fu;
+  const uint32_t sc47 = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
+  const uint32_t m47 = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
+  const __m128i b = _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47),
+                                  static_cast<int>(sc03));
+  return _mm256_cvtepu8_epi16(b);
+}
+
+// Index vectors for _mm512_permutexvar_epi16: lanes 0..15 take value a, lanes 16..31 b.
+inline __m512i idx_pair(int a, int b) {
+  return _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<short>(a)),
+                                 _mm512_set1_epi16(static_cast<short>(b)));
+}
+// Lanes 8i..8i+7 take value base + i (i < 4).
+inline __m512i idx_quad(int base) {
+  return _mm512_set_epi16(base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 3,
+                          base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2,
+                          base + 1, base + 1, base + 1, base + 1, base + 1, base + 1, base + 1, base + 1,
+                          base, base, base, base, base, base, base, base);
+}
+
+// Shared by Q4_K and Q5_K: 4 registers of 64 unsigned quants (sub-blocks 2k and 2k+1),
+// their int16 scales per lane, and the mins per group of 16 for the bsums.
+struct UnpackedK4 {
+  __m512i q[4];
+  __m512i sc[4];
+  __m256i mins;  // [m0, m0, m1, m1, ..., m7, m7]
+  float d, dmin;
+};
+struct AccK {
+  __m512 sum;
+  __m256 mins;
+};
+
+struct DotQ4K {
+  using WBlock = BlockQ4_K;
+  using ABlock = BlockQ8_K;
+  using Unpacked = UnpackedK4;
+  using Acc = AccK;
+  static constexpr int kBlock = 256;
+
+  static void unpack_scales(const uint8_t* scales, half_t d, half_t dmin, Unpacked& u) {
+    const __m512i sm = _mm512_castsi256_si512(k4_scales_mins(scales));
+    for (int k = 0; k < 4; ++k) u.sc[k] = _mm512_permutexvar_epi16(idx_pair(2 * k, 2 * k + 1), sm);
+    const __m256i idx_m = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+    u.mins = _mm256_permutexvar_epi16(idx_m, _mm512_castsi512_si256(sm));
+    u.d = half_to_float(d);
+    u.dmin = half_to_float(dmin);
+  }
+  // qs[32p + l]: low nibble = element 64p + l, high nibble = element 64p + 32 + l.
+  static void unpack_nibbles(const uint8_t* qs, Unpacked& u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+      const __m512i lo = _mm512_and_si512(v, m4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      u.q[2 * h] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+      u.q[2 * h + 1] = _mm512_shuffle_i64x2(lo, hi, 0xEE);
+    }
+  }
+  static void unpack(const WBlock& b, Unpacked& u) {
+    unpack_nibbles(b.qs, u);
+    unpack_scales(b.scales, b.d, b.dmin, u);
+  }
+  static Acc zero() { return {_mm512_setzero_ps(), _mm256_setzero_ps()}; }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m512i s = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i p = _mm512_maddubs_epi16(u.q[k], _mm512_loadu_si512(a.qs + 64 * k));
+      s = _mm512_dpwssd_epi32(s, p, u.sc[k]);
+    }
+    acc.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(a.d * u.d), acc.sum);
+    const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
+    acc.mins = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(a.d * u.dmin), acc.mins);
+  }
+  static float reduce(const Acc& acc) { return hsum512(acc.sum) - hsum256(acc.mins); }
+};
+
+struct DotQ5K : DotQ4K {
+  using WBlock = BlockQ5_K;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    unpack_nibbles(b.qs, u);
+    // 5th bit of element 64p + l is bit 2p of qh[l], of element 64p + 32 + l bit 2p + 1.
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i bit = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
+                                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
+      const __mmask64 set = _mm512_test_epi8_mask(qh, bit);
+      u.q[k] = _mm512_mask_add_epi8(u.q[k], set, u.q[k], sixteen);
+    }
+    unpack_scales(b.scales, b.d, b.dmin, u);
+  }
+};
+
+struct DotQ6K {
+  using WBlock = BlockQ6_K;
+  using ABlock = BlockQ8_K;
+  static constexpr int kBlock = 256;
+  struct Unpacked {
+    __m512i q[4];    // elements 64i .. 64i + 63, unsigned 0..63
+    __m512i sc[4];   // int16 scale per lane (sub-blocks of 16)
+    __m256i sc16;    // the 16 scales, for the -32 offset through bsums
+    float d;
+  };
+  struct Acc {
+    __m512 sum;
+  };
+
+  static void unpack(const WBlock& b, Unpacked& u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+    const __m512i sh_lo = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
+    const __m512i sh_hi = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(6));
+    for (int h = 0; h < 2; ++h) {
+      // Element 128h + l (+32): low nibble of ql[l] (ql[l + 32]), bits 0-1 (2-3) of qh[l];
+      // element 128h + 64 + l (+32): high nibbles, bits 4-5 (6-7).
+      const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+      const __m512i h_lo = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo), m2), 4);
+      const __m512i h_hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh_hi), m2), 4);
+      u.q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), h_lo);
+      u.q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), h_hi);
+    }
+    u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m512i s = _mm512_castsi256_si512(u.sc16);
+    for (int i = 0; i < 4; ++i) u.sc[i] = _mm512_permutexvar_epi16(idx_quad(4 * i), s);
+    u.d = half_to_float(b.d);
+  }
+  static Acc zero() { return {_mm512_setzero_ps()}; }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m512i s = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      const __m512i p = _mm512_maddubs_epi16(u.q[i], _mm512_loadu_si512(a.qs + 64 * i));
+      s = _mm512_dpwssd_epi32(s, p, u.sc[i]);
+    }
+    // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_j sc_j * bsums_j
+    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
+    s = _mm512_sub_epi32(s, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
+    acc.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(a.d * u.d), acc.sum);
+  }
+  static float reduce(const Acc& acc) { return hsum512(acc.sum); }
+};
+
+// 32-blocks against Q8_0 activations: signed weights in one ymm, |w| x (a * sign(w)) with
+// dpbusd (u8 x s8), so the integer sum equals sum w * a exactly.
+struct Unpacked32 {
+  __m256i w;
+  __m256i absw;
+  float d;
+};
+struct Acc32 {
+  __m256 sum;
+};
+struct Dot32Base {
+  using ABlock = BlockQ8_0;
+  using Unpacked = Unpacked32;
+  using Acc = Acc32;
+  static constexpr int kBlock = 32;
+  static Acc zero() { return {_mm256_setzero_ps()}; }
+  static void finish_unpack(__m256i w, half_t d, Unpacked& u) {
+    u.w = w;
+    u.absw = _mm256_abs_epi8(w);
+    u.d = half_to_float(d);
+  }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)), u.w);
+    const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.absw, s);
+    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
+  }
+  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+};
+
+// qs[j]: low nibble = element j, high nibble = element j + 16.
+inline __m256i nibbles32(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+}
+
+struct DotQ4_0 : Dot32Base {
+  using WBlock = BlockQ4_0;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    finish_unpack(_mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)), b.d, u);
+  }
+};
+struct DotQ5_0 : Dot32Base {
+  using WBlock = BlockQ5_0;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const __m256i hi = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
+    finish_unpack(_mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), hi), _mm256_set1_epi8(16)), b.d, u);
+  }
+};
+struct DotQ8_0 : Dot32Base {
+  using WBlock = BlockQ8_0;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);
+  }
+};
+
+}  // namespace ds::avx512

@@ -1,0 +1,12 @@
+// Internal: the constructors of the per-ISA kernel tables. Each lives in its ISA's
+// directory (compiled with that ISA's flags) and must only be called by dispatch.cpp
+// after CPUID and XGETBV said the ISA is usable.
+#pragma once
+#include "kernels/kernels.h"
+
+namespace ds {
+
+KernelTable avx2_table();    // kernels/avx2/table.cpp: AVX2 + FMA + F16C
+KernelTable avx512_table();  // kernels/avx512/table.cpp: AVX-512 F/BW/VL/DQ + VNNI + BF16
+
+}  // namespace ds

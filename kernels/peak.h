@@ -1,0 +1,18 @@
+// Register-resident int8 dot-product loops that measure how many int8 multiply-adds a
+// core can retire per second (the compute roofline that `ds-cli bench` and `ds-cli
+// doctor` report prefill against). Independent accumulator chains hide the instruction
+// latency, so the loop is bound by throughput alone; nothing touches memory.
+// One file per ISA (avx512/peak_vnni.cpp, avx2/peak_avx2.cpp); the caller picks one
+// after checking CPUID (src/runtime/machine_limits.cpp).
+#pragma once
+#include <cstdint>
+
+namespace ds::peak {
+
+// Each runs n_iter iterations and returns the number of int8 x int8 multiply-adds done
+// (one multiply-add = 2 ops). *sink receives a value derived from every accumulator so
+// the work cannot be optimized away.
+uint64_t int8_madds_avx512_vnni(uint64_t n_iter, int32_t* sink);  // vpdpbusd zmm
+uint64_t int8_madds_avx2(uint64_t n_iter, int32_t* sink);         // vpmaddubsw + vpmaddwd + vpaddd
+
+}  // namespace ds::peak

@@ -1,0 +1,355 @@
+// Reference weight quantizers; see quantize.h for the design. Element orders mirror
+// dequant.cpp (the spec of each layout): whatever is packed here must unpack there.
+#include "kernels/quant/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/fp16.h"
+#include "kernels/ref/act_quant.h"
+
+namespace ds {
+namespace {
+
+// Round to nearest, ties to even, for |v| < 2^22 (larger values are clamped first):
+// adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits. Same result as
+// nearbyintf in the default rounding mode, without a libm call in the scale searches.
+inline int nearest(float v) {
+  v = std::clamp(v, -4194303.0f, 4194303.0f) + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
+
+// The element of largest magnitude, with its sign.
+inline float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+// Q4_0 / Q5_0: x = d * (q - 2^(bits-1)) with d = max / -2^(bits-1), so the element of
+// largest magnitude maps exactly onto the extreme level -2^(bits-1).
+template <int kBits>
+void quant_sym_block(const float* x, half_t* d_out, uint8_t* q) {
+  constexpr int kOff = 1 << (kBits - 1), kMax = (1 << kBits) - 1;
+  const float d = signed_absmax(x, 32) / -static_cast<float>(kOff);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  *d_out = f32_to_fp16(d);
+  for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(std::min(kMax, static_cast<int>(x[j] * id + kOff + 0.5f)));
+}
+
+// Q4_1 / Q5_1: x = d*q + m with m = min, d = (max - min) / (2^bits - 1).
+template <int kBits>
+void quant_affine_block(const float* x, half_t* d_out, half_t* m_out, uint8_t* q) {
+  constexpr int kMax = (1 << kBits) - 1;
+  float mn = x[0], mx = x[0];
+  for (int j = 1; j < 32; ++j) {
+    mn = std::min(mn, x[j]);
+    mx = std::max(mx, x[j]);
+  }
+  const float d = (mx - mn) / static_cast<float>(kMax);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  *d_out = f32_to_fp16(d);
+  *m_out = f32_to_fp16(mn);
+  for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(std::min(kMax, static_cast<int>((x[j] - mn) * id + 0.5f)));
+}
+
+void pack_nibbles(const uint8_t* q, uint8_t* qs) {  // 32 quants: low = 0..15, high = 16..31
+  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+}
+
+uint32_t fifth_bits(const uint8_t* q) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j) qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+  return qh;
+}
+
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
+  uint8_t q[32];
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    quant_sym_block<4>(x, &y[i].d, q);
+    pack_nibbles(q, y[i].qs);
+  }
+}
+void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
+  uint8_t q[32];
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    quant_sym_block<5>(x, &y[i].d, q);
+    pack_nibbles(q, y[i].qs);
+    const uint32_t qh = fifth_bits(q);
+    std::memcpy(y[i].qh, &qh, 4);
+  }
+}
+void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
+  uint8_t q[32];
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    quant_affine_block<4>(x, &y[i].d, &y[i].m, q);
+    pack_nibbles(q, y[i].qs);
+  }
+}
+void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
+  uint8_t q[32];
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    quant_affine_block<5>(x, &y[i].d, &y[i].m, q);
+    pack_nibbles(q, y[i].qs);
+    const uint32_t qh = fifth_bits(q);
+    std::memcpy(y[i].qh, &qh, 4);
+  }
+}
+
+// Best weighted least-squares fit of x ~ scale * L + min (L in [0, nmax], min <= 0) for
+// one sub-block. Tries the plain min/max grid step and nstep + 1 stretched ones
+// (nmax + rmin + rdelta*is levels across the range), solving the 2x2 normal equations
+// for scale and min at each candidate assignment and keeping the lowest weighted error.
+// Returns scale; *neg_min receives -min (>= 0), the value stored in the block.
+struct FitParams {
+  int nmax;
+  float rmin, rdelta;
+  int nstep;
+};
+float fit_scale_min(const float* x, const float* w, int n, FitParams p, uint8_t* L, float* neg_min) {
+  float mn = x[0], mx = x[0], sum_w = 0.0f, sum_x = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  mn = std::min(mn, 0.0f);
+  if (mx <= mn) {
+    std::fill(L, L + n, 0);
+    *neg_min = -mn;
+    return 0.0f;
+  }
+  auto level = [&](float iscale, float v) { return std::clamp(nearest(iscale * (v - mn)), 0, p.nmax); };
+  float scale = (mx - mn) / static_cast<float>(p.nmax), best_min = mn, best_err = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    L[i] = static_cast<uint8_t>(level(1.0f / scale, x[i]));
+    const float diff = scale * L[i] + mn - x[i];
+    best_err += w[i] * diff * diff;
+  }
+  uint8_t cand[32];
+  for (int is = 0; is <= p.nstep; ++is) {
+    const float iscale = (p.rmin + p.rdelta * static_cast<float>(is) + static_cast<float>(p.nmax)) / (mx - mn);
+    float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const int l = level(iscale, x[i]);
+      cand[i] = static_cast<uint8_t>(l);
+      sum_l += w[i] * static_cast<float>(l);
+      sum_l2 += w[i] * static_cast<float>(l * l);
+      sum_xl += w[i] * static_cast<float>(l) * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det <= 0.0f) continue;
+    float s = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float m = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (m > 0.0f) {  // the format only subtracts: refit the scale with min = 0
+      m = 0.0f;
+      s = sum_xl / sum_l2;
+    }
+    float err = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float diff = s * cand[i] + m - x[i];
+      err += w[i] * diff * diff;
+    }
+    if (err < best_err) {
+      std::copy(cand, cand + n, L);
+      best_err = err;
+      scale = s;
+      best_min = m;
+    }
+  }
+  *neg_min = -best_min;
+  return scale;
+}
+
+// Q4_K/Q5_K common part: fits the 8 sub-blocks, stores d, dmin and the packed 6-bit
+// scales/mins, and returns the final levels L[256] computed with the stored scales.
+void quant_k4_common(const float* x, int nmax, FitParams fp, half_t* d_out, half_t* dmin_out,
+                     uint8_t* packed, uint8_t* L) {
+  float scales[8], mins[8], w[32];
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    const float* xs = x + 32 * j;
+    float sum_x2 = 0.0f;
+    for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / 32.0f);
+    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xs[l]);  // favour large elements
+    scales[j] = fit_scale_min(xs, w, 32, fp, L + 32 * j, &mins[j]);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+  std::memset(packed, 0, kKScaleSize);
+  uint8_t ls[8], lm[8];
+  for (int j = 0; j < 8; ++j) {
+    ls[j] = static_cast<uint8_t>(std::min(63, nearest(inv_scale * scales[j])));
+    lm[j] = static_cast<uint8_t>(std::min(63, nearest(inv_min * mins[j])));
+    if (j < 4) {  // layout: SPEC.md, "The 12-byte scales"
+      packed[j] = ls[j];
+      packed[j + 4] = lm[j];
+    } else {
+      packed[j + 4] = static_cast<uint8_t>((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+      packed[j - 4] |= static_cast<uint8_t>((ls[j] >> 4) << 6);
+      packed[j] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
+    }
+  }
+  *d_out = f32_to_fp16(max_scale / 63.0f);
+  *dmin_out = f32_to_fp16(max_min / 63.0f);
+  const float d = fp16_to_f32(*d_out), dmin = fp16_to_f32(*dmin_out);
+  for (int j = 0; j < 8; ++j) {
+    const float dj = d * static_cast<float>(ls[j]);
+    const float mj = dmin * static_cast<float>(lm[j]);
+    for (int l = 0; l < 32; ++l) {
+      L[32 * j + l] = dj == 0.0f ? 0 : static_cast<uint8_t>(std::clamp(nearest((x[32 * j + l] + mj) / dj), 0, nmax));
+    }
+  }
+}
+
+void quantize_q4_K(const float* x, BlockQ4_K* y, int64_t nb) {
+  uint8_t L[kQK_K];
+  for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+    quant_k4_common(x, 15, {15, -1.0f, 0.1f, 20}, &y[i].d, &y[i].dmin, y[i].scales, L);
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+void quantize_q5_K(const float* x, BlockQ5_K* y, int64_t nb) {
+  uint8_t L[kQK_K];
+  for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+    quant_k4_common(x, 31, {31, -0.5f, 0.1f, 15}, &y[i].d, &y[i].dmin, y[i].scales, L);
+    std::memset(y[i].qh, 0, sizeof(y[i].qh));
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+        y[i].qs[32 * c + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+        y[i].qh[l] |= static_cast<uint8_t>(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+      }
+    }
+  }
+}
+
+// Symmetric fit x ~ scale * l, l in [-nmax, nmax - 1], weighted by x^2 (big elements
+// matter most): tries 19 grid stretches around nmax/|max| and keeps the assignment whose
+// least-squares scale explains the most weighted energy. L receives l + nmax.
+float fit_scale_sym(const float* x, int n, int nmax, int8_t* L) {
+  const float max = signed_absmax(x, n);
+  if (std::fabs(max) < 1e-15f) {
+    std::fill(L, L + n, static_cast<int8_t>(nmax));
+    return 0.0f;
+  }
+  float best_scale = 0.0f, best = -1.0f;
+  for (int is = -9; is <= 9; ++is) {
+    const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest(iscale * x[i]), -nmax, nmax - 1);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * static_cast<float>(l);
+      suml2 += w * static_cast<float>(l * l);
+    }
+    if (suml2 <= 0.0f) continue;
+    const float energy = sumlx * sumlx / suml2;  // = scale * sumlx at the optimal scale
+    if (energy > best) {
+      best = energy;
+      best_scale = sumlx / suml2;
+      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(std::clamp(nearest(iscale * x[i]), -nmax, nmax - 1) + nmax);
+    }
+  }
+  return best_scale;
+}
+
+void quantize_q6_K(const float* x, BlockQ6_K* y, int64_t nb) {
+  int8_t L[kQK_K];
+  float scales[16];
+  for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+    float max_scale = 0.0f, max_abs = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_scale_sym(x + 16 * j, 16, 32, L + 16 * j);
+      if (std::fabs(scales[j]) > max_abs) {
+        max_abs = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    BlockQ6_K& b = y[i];
+    std::memset(&b, 0, sizeof(b));
+    if (max_abs < 1e-15f) continue;  // all zero: d = 0
+    const float iscale = -128.0f / max_scale;
+    b.d = f32_to_fp16(1.0f / iscale);
+    const float d = fp16_to_f32(b.d);
+    for (int j = 0; j < 16; ++j) {
+      b.scales[j] = static_cast<int8_t>(std::min(127, nearest(iscale * scales[j])));
+      const float dj = d * static_cast<float>(b.scales[j]);
+      for (int l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<int8_t>(dj == 0.0f ? 32 : std::clamp(nearest(x[16 * j + l] / dj), -32, 31) + 32);
+      }
+    }
+    for (int h = 0; h < 2; ++h) {  // element order: dequant.cpp, dequant_q6_K
+      const int8_t* Lh = L + 128 * h;
+      uint8_t* ql = b.ql + 64 * h;
+      uint8_t* qh = b.qh + 32 * h;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+        ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+        qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) |
+                                     ((Lh[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool quantize_supported(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+    case GgmlType::Q8_0: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+    case GgmlType::Q8_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t quantize_row(GgmlType t, const float* x, void* y, int64_t n) {
+  if (!quantize_supported(t)) return 0;
+  const GgmlTypeTraits tr = ggml_type_traits(t);
+  if (n % tr.block_size != 0) return 0;
+  const int64_t nb = n / tr.block_size;
+  switch (t) {
+    case GgmlType::F32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); break;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(y)[i] = f32_to_fp16(x[i]);
+      break;
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(y)[i] = f32_to_bf16(x[i]);
+      break;
+    case GgmlType::Q4_0: quantize_q4_0(x, static_cast<BlockQ4_0*>(y), nb); break;
+    case GgmlType::Q4_1: quantize_q4_1(x, static_cast<BlockQ4_1*>(y), nb); break;
+    case GgmlType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(y), nb); break;
+    case GgmlType::Q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(y), nb); break;
+    case GgmlType::Q8_0: ref::quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); break;
+    case GgmlType::Q4_K: quantize_q4_K(x, static_cast<BlockQ4_K*>(y), nb); break;
+    case GgmlType::Q5_K: quantize_q5_K(x, static_cast<BlockQ5_K*>(y), nb); break;
+    case GgmlType::Q6_K: quantize_q6_K(x, static_cast<BlockQ6_K*>(y), nb); break;
+    case GgmlType::Q8_K: ref::quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n); break;
+    default: return 0;
+  }
+  return static_cast<size_t>(nb) * static_cast<size_t>(tr.type_size);
+}
+
+}  // namespace ds

@@ -1,0 +1,54 @@
+// This machine's two rooflines, measured rather than looked up: the read bandwidth all
+// threads can pull from memory together, and the int8 multiply-add rate all cores can
+// retire. `ds-cli bench` divides decode speed by the first and prefill speed by the
+// second; `ds-cli doctor` prints both. Each is the median of several timed repeats, with
+// the spread reported so a noisy host is visible.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "ds/status.h"
+#include "runtime/thread_pool.h"
+
+namespace ds {
+
+struct Measurement {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+};
+
+struct BandwidthOptions {
+  size_t bytes = 0;           // buffer size; 0: max(512 MiB, 8 x total L3) capped at 4 GiB and RAM / 4
+  int repeats = 7;
+  int streams_per_thread = 4; // independent sequential streams each thread reads at once
+};
+
+struct BandwidthResult {
+  Measurement gbs;            // 1e9 bytes per second, read by all threads together
+  size_t bytes = 0;
+  int n_threads = 0;
+  int streams_per_thread = 0;
+};
+
+struct Int8PeakOptions {
+  double seconds_per_repeat = 0.05;
+  int repeats = 5;
+  bool allow_avx512 = true;   // false: measure the AVX2 loop even where VNNI exists
+};
+
+struct Int8PeakResult {
+  Measurement gops;           // 1e9 int8 ops per second (a multiply-add counts as 2)
+  std::string isa;            // "avx512_vnni" or "avx2"
+  int n_threads = 0;
+};
+
+// Memory read bandwidth with every thread of `pool` streaming its own slice.
+Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts = {});
+// Register-resident int8 dot products on every thread of `pool`, best ISA available.
+Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts = {});
+
+// Whether this CPU (and OS) can run the AVX-512 VNNI loop.
+bool cpu_has_avx512_vnni();
+
+}  // namespace ds

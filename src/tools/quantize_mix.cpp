@@ -1,0 +1,104 @@
+// Mixture rules; see quantize_mix.h for the rules and where they come from.
+#include "tools/quantize_mix.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+namespace ds::cli {
+namespace {
+
+struct MixInfo {
+  QuantMix mix;
+  const char* name;
+  uint32_t file_type;  // llama_ftype
+  GgmlType base;
+};
+constexpr MixInfo kMixes[] = {
+    {QuantMix::kQ4_K_M, "Q4_K_M", 15, GgmlType::Q4_K}, {QuantMix::kQ5_K_S, "Q5_K_S", 16, GgmlType::Q5_K},
+    {QuantMix::kQ8_0, "Q8_0", 7, GgmlType::Q8_0},       {QuantMix::kQ4_0, "Q4_0", 2, GgmlType::Q4_0},
+    {QuantMix::kF16, "F16", 1, GgmlType::F16},          {QuantMix::kBF16, "BF16", 32, GgmlType::BF16},
+    {QuantMix::kF32, "F32", 0, GgmlType::F32},
+};
+
+const MixInfo& info(QuantMix m) {
+  for (const auto& i : kMixes) {
+    if (i.mix == m) return i;
+  }
+  return kMixes[0];
+}
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// Layer index from "blk.N.", or -1.
+int64_t layer_of(std::string_view name) {
+  if (name.substr(0, 4) != "blk.") return -1;
+  int64_t v = 0;
+  size_t i = 4;
+  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+  for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) v = v * 10 + (name[i] - '0');
+  return v;
+}
+
+// The ecosystem's "use more bits" layer pattern: first and last eighth, every third between.
+bool use_more_bits(int64_t i_layer, int64_t n_layer) {
+  return i_layer < n_layer / 8 || i_layer >= 7 * n_layer / 8 || (i_layer - n_layer / 8) % 3 == 2;
+}
+
+GgmlType fallback(GgmlType t, int64_t row) {
+  const GgmlTypeTraits tr = ggml_type_traits(t);
+  if (row % tr.block_size == 0) return t;
+  GgmlType f = GgmlType::F16;
+  switch (t) {
+    case GgmlType::Q4_K: f = GgmlType::Q5_0; break;
+    case GgmlType::Q5_K: f = GgmlType::Q5_1; break;
+    case GgmlType::Q6_K: f = GgmlType::Q8_0; break;
+    default: break;
+  }
+  return row % ggml_type_traits(f).block_size == 0 ? f : GgmlType::F16;
+}
+
+}  // namespace
+
+bool parse_quant_mix(std::string_view name, QuantMix* out) {
+  std::string up;
+  for (char c : name) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const auto& i : kMixes) {
+    if (up == i.name) {
+      *out = i.mix;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* quant_mix_name(QuantMix m) { return info(m).name; }
+const char* quant_mix_names() { return "Q4_K_M, Q5_K_S, Q8_0, Q4_0, F16, BF16, F32"; }
+uint32_t quant_mix_file_type(QuantMix m) { return info(m).file_type; }
+
+GgmlType choose_tensor_type(QuantMix mix, const MixTensor& t, const MixModel& m) {
+  const std::string_view name = t.name;
+  const bool matrix = t.n_dims >= 2 && t.ne[1] > 1;
+  if (!matrix || contains(name, "ffn_gate_inp") || !contains(name, ".weight")) return GgmlType::F32;
+  const GgmlType base = info(mix).base;
+  if (mix == QuantMix::kF32 || mix == QuantMix::kF16 || mix == QuantMix::kBF16) return base;
+
+  GgmlType type = base;
+  const bool k_mix = mix == QuantMix::kQ4_K_M || mix == QuantMix::kQ5_K_S;
+  const int64_t il = layer_of(name);
+  if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {
+    if (mix != QuantMix::kQ8_0) type = GgmlType::Q6_K;
+  } else if (contains(name, "attn_v.weight")) {
+    if (mix == QuantMix::kQ4_K_M && il >= 0 && use_more_bits(il, m.n_layer)) type = GgmlType::Q6_K;
+    if (m.n_expert == 8 && k_mix) type = GgmlType::Q8_0;
+  } else if (contains(name, "ffn_down")) {
+    if (mix == QuantMix::kQ4_K_M && il >= 0 && use_more_bits(il, m.n_layer)) type = GgmlType::Q6_K;
+  } else if (contains(name, "attn_output.weight")) {
+    if (m.n_expert == 8 && k_mix) type = GgmlType::Q5_K;
+  } else if (contains(name, "attn_kv_b.weight")) {
+    if (k_mix) type = GgmlType::Q8_0;
+  }
+  return fallback(type, t.ne[0]);
+}
+
+}  // namespace ds::cli

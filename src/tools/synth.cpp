@@ -1,0 +1,235 @@
+// ds-cli synth: writes a random-weight model of a named DeepSeek-family shape, for demos,
+// tests and benchmarks (the demo model of scripts/run.sh is made this way).
+//
+// Pipeline: shape keys (synth_shapes) -> --layers / --set overrides -> tokenizer keys
+// (synth_vocab) -> derived keys -> tensor list -> types from the quantization mixture
+// (quantize_mix) -> tensors generated row by row and quantized in memory on the fly
+// (quantize_stream). Nothing but one batch of rows is ever held in memory, so even a
+// full-size V3 file can be written on a small machine, given the disk.
+//
+// Weights: every element is N(0, 0.02) from a generator seeded by (--seed, tensor name,
+// row), so a tensor's values do not depend on the other tensors or on threading; norms
+// are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
+// keeps every layer's output of the order of its input: the model runs stably.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_writer.h"
+#include "tools/command.h"
+#include "tools/quantize_mix.h"
+#include "tools/quantize_stream.h"
+#include "tools/synth_shapes.h"
+#include "tools/synth_vocab.h"
+#include "util/strings.h"
+
+namespace ds::cli {
+namespace {
+
+struct SynthOptions {
+  std::string shape, out, vocab;
+  QuantMix mix = QuantMix::kQ4_K_M;
+  int64_t n_layers = 0;  // 0: the shape's
+  uint64_t seed = 42;
+  int n_threads = 0;
+  std::vector<std::string> sets;
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "usage: ds-cli synth --shape NAME --out FILE [--type TYPE] [--layers N] [--seed S]\n"
+               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N]\n"
+               "  Writes a random-weight GGUF model of a named shape. TYPE: %s\n"
+               "  (default Q4_K_M). --layers overrides block_count; --set overrides any hyper-parameter\n"
+               "  (KEY without a namespace means <arch>.KEY, e.g. --set expert_count=32). --vocab copies\n"
+               "  the tokenizer of a GGUF file; without it a small byte-level BPE vocabulary is trained.\n"
+               "shapes:\n",
+               quant_mix_names());
+  for (const auto& s : synth_shapes()) std::fprintf(out, "  %-22s %s\n", s.name, s.summary);
+}
+
+// splitmix64: a fast, well-mixed 64-bit generator step.
+inline uint64_t splitmix64(uint64_t* s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  return h;
+}
+
+// n normal deviates (Box-Muller) from the row's own generator.
+void fill_normal(uint64_t state, float stddev, float* out, int64_t n) {
+  constexpr double kTwoPi = 6.283185307179586;
+  for (int64_t i = 0; i < n; i += 2) {
+    const double u1 = (static_cast<double>(splitmix64(&state) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    const double u2 = static_cast<double>(splitmix64(&state) >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
+    out[i] = static_cast<float>(r * std::cos(kTwoPi * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(kTwoPi * u2));
+  }
+}
+
+// Llama-3.1 rope_freqs (factor 8, low/high frequency factors 1/4, original context 8192):
+// 1 for short wavelengths, 8 for long ones, a smooth blend between.
+void fill_rope_freqs(float base, float* out, int64_t n) {
+  const double factor = 8.0, low = 1.0, high = 4.0, n_orig = 8192.0, kPi = 3.141592653589793;
+  for (int64_t i = 0; i < n; ++i) {
+    const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / (2.0 * n));
+    const double wavelen = 2.0 * kPi / freq;
+    double f = 1.0;
+    if (wavelen > n_orig / low) {
+      f = factor;
+    } else if (wavelen >= n_orig / high) {
+      const double smooth = (n_orig / wavelen - low) / (high - low);
+      f = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    out[i] = static_cast<float>(f);
+  }
+}
+
+Status build_metadata(const SynthOptions& o, GgufWriter* w, bool* rope_freqs) {
+  w->set("general.architecture", gguf_str("llama"));  // replaced by the shape, keeps it first
+  w->set("general.name", gguf_str("synthetic " + o.shape));
+  DS_RETURN_IF_ERROR(synth_shape_metadata(o.shape, w, rope_freqs));
+  const std::string arch = w->find("general.architecture")->str;
+  if (o.n_layers > 0) {
+    w->set(arch + ".block_count", gguf_u32(static_cast<uint32_t>(o.n_layers)));
+    const int64_t dense = synth_int(*w, arch + ".leading_dense_block_count", -1);
+    if (dense > o.n_layers) w->set(arch + ".leading_dense_block_count", gguf_u32(static_cast<uint32_t>(o.n_layers)));
+  }
+  for (const auto& s : o.sets) DS_RETURN_IF_ERROR(synth_apply_override(w, s));
+  const int64_t vocab_hint = synth_int(*w, arch + ".vocab_size", 0);
+  auto n_vocab = synth_tokenizer(w, o.vocab, vocab_hint);
+  if (!n_vocab) return n_vocab.status();
+  w->set("general.file_type", gguf_u32(quant_mix_file_type(o.mix)));
+  w->set("general.quantization_version", gguf_u32(2));
+  return synth_finalize_metadata(w, *n_vocab);
+}
+
+Status synth_model(const SynthOptions& o) {
+  GgufWriter w;
+  bool rope_freqs = false;
+  DS_RETURN_IF_ERROR(build_metadata(o, &w, &rope_freqs));
+  auto tensors = synth_tensors(w, rope_freqs);
+  if (!tensors) return tensors.status();
+  const std::string arch = w.find("general.architecture")->str;
+  const MixModel model{synth_int(w, arch + ".block_count", 0), synth_int(w, arch + ".expert_count", 0), true};
+  std::vector<GgmlType> types;
+  for (const auto& t : *tensors) {
+    types.push_back(choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model));
+    DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
+  }
+  const uint64_t size = w.file_size();
+  const bool verbose = size > (uint64_t{256} << 20);
+  std::fprintf(stderr, "synth %s (%s, %zu tensors, %s) -> %s\n", o.shape.c_str(), quant_mix_name(o.mix),
+               tensors->size(), human_bytes(static_cast<double>(size)).c_str(), o.out.c_str());
+  DS_RETURN_IF_ERROR(w.begin(o.out));
+  const auto start = std::chrono::steady_clock::now();
+  const float rope_base = static_cast<float>(w.find(arch + ".rope.freq_base") ? w.find(arch + ".rope.freq_base")->f : 10000.0);
+  for (size_t k = 0; k < tensors->size(); ++k) {
+    const SynthTensor& t = (*tensors)[k];
+    int64_t n_rows = 1;
+    for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
+    if (verbose) {
+      std::fprintf(stderr, "[%4zu/%zu] %-36s %-4s\n", k + 1, tensors->size(), t.name.c_str(), ggml_type_name(types[k]));
+    }
+    const uint64_t tensor_seed = o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name);
+    auto source = [&](int64_t r0, int64_t nr, float* out) {
+      for (int64_t r = 0; r < nr; ++r) {
+        float* row = out + r * t.ne[0];
+        switch (t.init) {
+          case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
+          case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
+          case SynthInit::kNormal: {
+            uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
+            fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
+            break;
+          }
+        }
+      }
+      return Status::ok();
+    };
+    const Status s = stream_tensor(&w, {t.name, types[k], t.ne[0], n_rows}, source, o.n_threads);
+    if (!s.is_ok()) {
+      w.abort();
+      return s;
+    }
+  }
+  DS_RETURN_IF_ERROR(w.finish());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "wrote %s in %.1f s\n", o.out.c_str(), secs);
+  return Status::ok();
+}
+
+// Parses the command line; returns 0 to go on, else the exit code (2 usage, 0 for --help).
+int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
+  auto want = [&](size_t i) {
+    if (i + 1 < args.size()) return true;
+    std::fprintf(stderr, "ds-cli synth: %s needs a value\n", args[i].c_str());
+    return false;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      print_usage(stdout);
+      return -1;
+    }
+    if (a != "--shape" && a != "--out" && a != "--type" && a != "--layers" && a != "--seed" && a != "--vocab" &&
+        a != "--set" && a != "--threads") {
+      std::fprintf(stderr, "ds-cli synth: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
+    if (!want(i)) return 2;
+    const std::string& v = args[++i];
+    char* end = nullptr;
+    if (a == "--shape") o->shape = v;
+    else if (a == "--out") o->out = v;
+    else if (a == "--vocab") o->vocab = v;
+    else if (a == "--set") o->sets.push_back(v);
+    else if (a == "--type" && !parse_quant_mix(v, &o->mix)) {
+      std::fprintf(stderr, "ds-cli synth: unknown --type '%s' (one of %s)\n", v.c_str(), quant_mix_names());
+      return 2;
+    } else if (a == "--layers" || a == "--seed" || a == "--threads") {
+      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+      const unsigned long long hi = a == "--seed" ? ~0ull : a == "--layers" ? 4096 : 1024;
+      if (v.empty() || *end || v[0] == '-' || n > hi || (a != "--seed" && n == 0)) {
+        std::fprintf(stderr, "ds-cli synth: bad %s value '%s'\n", a.c_str(), v.c_str());
+        return 2;
+      }
+      if (a == "--layers") o->n_layers = static_cast<int64_t>(n);
+      else if (a == "--seed") o->seed = n;
+      else o->n_threads = static_cast<int>(n);
+    }
+  }
+  if (o->shape.empty() || o->out.empty()) {
+    print_usage(stderr);
+    return 2;
+  }
+  return 0;
+}
+
+int cmd_synth(const std::vector<std::string>& args) {
+  SynthOptions o;
+  const int rc = parse_args(args, &o);
+  if (rc != 0) return rc < 0 ? 0 : rc;
+  const Status s = synth_model(o);
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "ds-cli synth: %s\n", s.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+DS_CLI_COMMAND(synth, "write a random-weight model of a named DeepSeek shape", cmd_synth);
+
+}  // namespace ds::cli

@@ -1,0 +1,163 @@
+// Tensor lists of synth models, derived from the final metadata (synth_shapes.h).
+// Names and shapes: ../shared/SPEC.md "Architectures" (ggml order, ne[0] contiguous).
+#include <string>
+#include <vector>
+
+#include "tools/synth_shapes.h"
+
+namespace ds::cli {
+namespace {
+
+// A hyper-parameter read for tensor shapes: must be present (or defaulted) and in range.
+struct Hp {
+  const GgufWriter& w;
+  std::string arch;
+  Status status;
+  int64_t get(const char* suffix, int64_t def, int64_t lo, int64_t hi) {
+    const std::string key = arch + "." + suffix;
+    const int64_t v = synth_int(w, key, def);
+    if (status.is_ok() && (v < lo || v > hi)) {
+      status = Status::error(key + " = " + std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+    }
+    return v;
+  }
+};
+
+constexpr int64_t kMaxDim = int64_t{1} << 20;
+
+void add(std::vector<SynthTensor>* out, std::string name, std::vector<int64_t> ne,
+         SynthInit init = SynthInit::kNormal) {
+  out->push_back({std::move(name), std::move(ne), init, 0.02f});
+}
+
+std::string blk(int64_t il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
+
+Status dense_tensors(Hp& hp, bool qwen2, bool rope_freqs, std::vector<SynthTensor>* out) {
+  const int64_t n_embd = hp.get("embedding_length", 0, 1, kMaxDim);
+  const int64_t n_layer = hp.get("block_count", 0, 1, 4096);
+  const int64_t n_head = hp.get("attention.head_count", 0, 1, 4096);
+  const int64_t n_head_kv = hp.get("attention.head_count_kv", n_head, 1, n_head);
+  const int64_t n_ff = hp.get("feed_forward_length", 0, 1, kMaxDim);
+  const int64_t n_vocab = hp.get("vocab_size", 0, 1, int64_t{1} << 24);
+  DS_RETURN_IF_ERROR(hp.status);
+  if (n_head % n_head_kv != 0) return Status::error("head_count must be a multiple of head_count_kv");
+  if (!hp.w.find(hp.arch + ".attention.key_length") && n_embd % n_head != 0) {
+    return Status::error("embedding_length must be a multiple of head_count");
+  }
+  const int64_t hd = hp.get("attention.key_length", n_embd / n_head, 2, 65536);
+  DS_RETURN_IF_ERROR(hp.status);
+  add(out, "token_embd.weight", {n_embd, n_vocab});
+  if (rope_freqs) add(out, "rope_freqs.weight", {hd / 2}, SynthInit::kRopeFreqs);
+  for (int64_t il = 0; il < n_layer; ++il) {
+    add(out, blk(il, "attn_norm.weight"), {n_embd}, SynthInit::kOnes);
+    add(out, blk(il, "attn_q.weight"), {n_embd, n_head * hd});
+    add(out, blk(il, "attn_k.weight"), {n_embd, n_head_kv * hd});
+    add(out, blk(il, "attn_v.weight"), {n_embd, n_head_kv * hd});
+    if (qwen2) {
+      add(out, blk(il, "attn_q.bias"), {n_head * hd});
+      add(out, blk(il, "attn_k.bias"), {n_head_kv * hd});
+      add(out, blk(il, "attn_v.bias"), {n_head_kv * hd});
+    }
+    add(out, blk(il, "attn_output.weight"), {n_head * hd, n_embd});
+    add(out, blk(il, "ffn_norm.weight"), {n_embd}, SynthInit::kOnes);
+    add(out, blk(il, "ffn_gate.weight"), {n_embd, n_ff});
+    add(out, blk(il, "ffn_up.weight"), {n_embd, n_ff});
+    add(out, blk(il, "ffn_down.weight"), {n_ff, n_embd});
+  }
+  add(out, "output_norm.weight", {n_embd}, SynthInit::kOnes);
+  add(out, "output.weight", {n_embd, n_vocab});
+  return Status::ok();
+}
+
+Status mla_tensors(Hp& hp, std::vector<SynthTensor>* out) {
+  const int64_t n_embd = hp.get("embedding_length", 0, 1, kMaxDim);
+  const int64_t n_layer = hp.get("block_count", 0, 1, 4096);
+  const int64_t n_head = hp.get("attention.head_count", 0, 1, 4096);
+  const int64_t n_ff = hp.get("feed_forward_length", 0, 1, kMaxDim);
+  const int64_t n_vocab = hp.get("vocab_size", 0, 1, int64_t{1} << 24);
+  const int64_t q_lora = hp.get("attention.q_lora_rank", 0, 0, kMaxDim);
+  const int64_t kv_lora = hp.get("attention.kv_lora_rank", 0, 1, kMaxDim);
+  const int64_t n_rope = hp.get("rope.dimension_count", 0, 2, 65536);
+  const int64_t k_mla = hp.get("attention.key_length_mla", 0, n_rope + 1, 65536);
+  const int64_t n_v = hp.get("attention.value_length_mla", 0, 1, 65536);
+  const int64_t n_expert = hp.get("expert_count", 0, 0, 4096);
+  hp.get("expert_used_count", 0, n_expert ? 1 : 0, n_expert);  // validated only
+  const int64_t n_shared = hp.get("expert_shared_count", 0, 0, 64);
+  const int64_t n_ff_exp = hp.get("expert_feed_forward_length", 0, n_expert ? 1 : 0, kMaxDim);
+  const int64_t n_dense = hp.get("leading_dense_block_count", 0, 0, n_layer);
+  const int64_t gating = hp.get("expert_gating_func", 0, 0, 2);
+  DS_RETURN_IF_ERROR(hp.status);
+  const int64_t n_nope = k_mla - n_rope;
+  add(out, "token_embd.weight", {n_embd, n_vocab});
+  for (int64_t il = 0; il < n_layer; ++il) {
+    add(out, blk(il, "attn_norm.weight"), {n_embd}, SynthInit::kOnes);
+    if (q_lora > 0) {
+      add(out, blk(il, "attn_q_a.weight"), {n_embd, q_lora});
+      add(out, blk(il, "attn_q_a_norm.weight"), {q_lora}, SynthInit::kOnes);
+      add(out, blk(il, "attn_q_b.weight"), {q_lora, n_head * k_mla});
+    } else {
+      add(out, blk(il, "attn_q.weight"), {n_embd, n_head * k_mla});
+    }
+    add(out, blk(il, "attn_kv_a_mqa.weight"), {n_embd, kv_lora + n_rope});
+    add(out, blk(il, "attn_kv_a_norm.weight"), {kv_lora}, SynthInit::kOnes);
+    add(out, blk(il, "attn_k_b.weight"), {n_nope, kv_lora, n_head});
+    add(out, blk(il, "attn_v_b.weight"), {kv_lora, n_v, n_head});
+    add(out, blk(il, "attn_output.weight"), {n_head * n_v, n_embd});
+    add(out, blk(il, "ffn_norm.weight"), {n_embd}, SynthInit::kOnes);
+    if (il < n_dense || n_expert == 0) {
+      add(out, blk(il, "ffn_gate.weight"), {n_embd, n_ff});
+      add(out, blk(il, "ffn_up.weight"), {n_embd, n_ff});
+      add(out, blk(il, "ffn_down.weight"), {n_ff, n_embd});
+      continue;
+    }
+    add(out, blk(il, "ffn_gate_inp.weight"), {n_embd, n_expert});
+    if (gating == 2) add(out, blk(il, "exp_probs_b.bias"), {n_expert});
+    add(out, blk(il, "ffn_gate_exps.weight"), {n_embd, n_ff_exp, n_expert});
+    add(out, blk(il, "ffn_up_exps.weight"), {n_embd, n_ff_exp, n_expert});
+    add(out, blk(il, "ffn_down_exps.weight"), {n_ff_exp, n_embd, n_expert});
+    if (n_shared > 0) {
+      add(out, blk(il, "ffn_gate_shexp.weight"), {n_embd, n_ff_exp * n_shared});
+      add(out, blk(il, "ffn_up_shexp.weight"), {n_embd, n_ff_exp * n_shared});
+      add(out, blk(il, "ffn_down_shexp.weight"), {n_ff_exp * n_shared, n_embd});
+    }
+  }
+  add(out, "output_norm.weight", {n_embd}, SynthInit::kOnes);
+  add(out, "output.weight", {n_embd, n_vocab});
+  return Status::ok();
+}
+
+}  // namespace
+
+Status synth_finalize_metadata(GgufWriter* w, int64_t n_vocab) {
+  const GgufValue* a = w->find("general.architecture");
+  if (!a) return Status::error("no general.architecture");
+  const std::string arch = a->str;
+  w->set(arch + ".vocab_size", gguf_u32(static_cast<uint32_t>(n_vocab)));
+  if (arch == "deepseek2") {
+    const int64_t kv_lora = synth_int(*w, "deepseek2.attention.kv_lora_rank", 0);
+    const int64_t n_rope = synth_int(*w, "deepseek2.rope.dimension_count", 0);
+    if (kv_lora <= 0 || n_rope <= 0 || kv_lora > kMaxDim || n_rope > 65536) {
+      return Status::error("deepseek2.attention.kv_lora_rank and rope.dimension_count must be positive");
+    }
+    w->set("deepseek2.attention.head_count_kv", gguf_u32(1));  // MLA layout (SPEC.md)
+    w->set("deepseek2.attention.key_length", gguf_u32(static_cast<uint32_t>(kv_lora + n_rope)));
+    w->set("deepseek2.attention.value_length", gguf_u32(static_cast<uint32_t>(kv_lora)));
+  }
+  return Status::ok();
+}
+
+Result<std::vector<SynthTensor>> synth_tensors(const GgufWriter& w, bool rope_freqs) {
+  const GgufValue* a = w.find("general.architecture");
+  if (!a) return Status::error("no general.architecture");
+  Hp hp{w, a->str, Status::ok()};
+  std::vector<SynthTensor> out;
+  Status s;
+  if (a->str == "llama" || a->str == "qwen2") s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
+  else if (a->str == "deepseek2") s = mla_tensors(hp, &out);
+  else s = Status::error("unknown architecture '" + a->str + "'");
+  if (!s.is_ok()) return s;
+  return out;
+}
+
+}  // namespace ds::cli

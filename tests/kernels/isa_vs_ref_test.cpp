@@ -1,0 +1,218 @@
+// Every kernel table this CPU can run against the scalar reference, on seeded data with
+// awkward shapes (tails, 1 row and many rows, odd token counts). Activation quantization
+// and KV stores must be bit-exact; dot products agree to float rounding (same integer
+// sums, different float summation order); matmul is batch invariant bitwise per ISA.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernel_test_data.h"
+#include "kernels/quant/fp16.h"
+#include "kernels/ref/ref.h"
+
+namespace ds::test {
+namespace {
+
+// Float summation order of per-block partial sums: at most a few 2^-24 per block,
+// relative to sum |w_i a_i|. Float (F32/F16/BF16) rows sum in float lanes instead of
+// double: sqrt(n)-ish growth, bounded here for n <= 4099.
+constexpr double kDotTol = 1e-5;
+constexpr double kFloatDotTol = 2e-5;
+// Elementwise ops with vectorized exp/sqrt: a few ulps.
+constexpr double kElemRelTol = 2e-6;
+
+std::vector<int64_t> test_lengths(GgmlType t) {
+  const int bs = ggml_type_traits(t).block_size;
+  if (bs == 1) return {1, 15, 16, 17, 64, 129, 4099};
+  if (bs == 32) return {32, 96, 160, 4128};
+  return {256, 768, 1280};
+}
+
+std::string isa_label(const KernelTable& kt, GgmlType t) {
+  return std::string(isa_name(kt.isa)) + " " + ggml_type_name(t);
+}
+
+TEST(IsaVsRef, ActivationQuantizationBitExact) {
+  std::mt19937 rng(11);
+  for (const KernelTable* kt : available_tables()) {
+    for (GgmlType at : {GgmlType::Q8_K, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+      const int bs = ggml_type_traits(at).block_size;
+      for (int64_t nb : {1, 2, 3, 17}) {
+        const int64_t n = nb * (bs == 1 ? 37 : bs);
+        auto x = random_floats(rng, n, -4.0f, 4.0f);
+        // Awkward values: an all-zero first block, exact halves, a negative extreme.
+        for (int i = 0; i < std::min<int64_t>(bs, n); ++i) x[static_cast<size_t>(i)] = 0.0f;
+        if (n > bs + 3) {
+          x[static_cast<size_t>(bs)] = -4.0f;
+          x[static_cast<size_t>(bs + 1)] = 2.0f;
+          x[static_cast<size_t>(bs + 2)] = 1.0f / 127.0f * 63.5f;
+        }
+        const size_t bytes = ggml_row_size(at, n);
+        std::vector<uint8_t> want(bytes), got(bytes, 0xAB);
+        ref::quantize_act(at, x.data(), want.data(), n);
+        kt->quantize_act(at, x.data(), got.data(), n);
+        EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes)) << isa_label(*kt, at) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(IsaVsRef, VecDotAgreesToFloatRounding) {
+  std::mt19937 rng(12);
+  for (const KernelTable* kt : available_tables())
+    for (GgmlType t : weight_types())
+      for (int64_t n : test_lengths(t)) {
+        const auto w = random_weights(rng, t, n, 1);
+        const auto x = random_floats(rng, n);
+        const auto act = quantize_rows(*kt, t, x, n, 1);
+        const double tol = (ggml_type_traits(t).block_size == 1 ? kFloatDotTol : kDotTol) *
+                           abs_dot(t, w.data(), act.data(), n);
+        const float want = ref::vec_dot(t, n, w.data(), act.data());
+        const float got = kt->vec_dot(t, n, w.data(), act.data());
+        EXPECT_NEAR(got, want, tol) << isa_label(*kt, t) << " n=" << n;
+      }
+}
+
+// Runs matmul over rows [r0, r1) and tokens [t0, t0 + nt) into out (stride ld).
+void run_matmul(const KernelTable& kt, GgmlType t, int64_t n, const std::vector<uint8_t>& w,
+                const std::vector<uint8_t>& act, int64_t r0, int64_t r1, int64_t t0, int64_t nt, float* out,
+                int64_t ld) {
+  const size_t arow = ggml_row_size(vec_dot_type(t), n);
+  kt.matmul({.wtype = t, .w = w.data(), .w_row_stride = ggml_row_size(t, n), .n_in = n, .row_begin = r0,
+             .row_end = r1, .act = act.data() + static_cast<size_t>(t0) * arow, .act_row_stride = arow,
+             .n_tok = nt, .out = out, .out_stride = ld});
+}
+
+TEST(IsaVsRef, MatmulMatchesRefAndIsBatchInvariant) {
+  std::mt19937 rng(13);
+  const int64_t n_out = 37, n_tok = 13, ld = 41;  // ld > n_out: a padded output
+  for (const KernelTable* kt : available_tables())
+    for (GgmlType t : weight_types()) {
+      const int64_t n = test_lengths(t)[1];
+      const auto w = random_weights(rng, t, n, n_out);
+      const auto x = random_floats(rng, n * n_tok);
+      const auto act = quantize_rows(*kt, t, x, n, n_tok);
+      const size_t wrow = ggml_row_size(t, n), arow = ggml_row_size(vec_dot_type(t), n);
+      std::vector<float> full(static_cast<size_t>(ld * n_tok), NAN);
+      run_matmul(*kt, t, n, w, act, 0, n_out, 0, n_tok, full.data(), ld);
+      double worst = 0.0;
+      for (int64_t it = 0; it < n_tok; ++it)
+        for (int64_t r = 0; r < n_out; ++r) {
+          const void* wr = w.data() + r * wrow;
+          const void* ar = act.data() + it * arow;
+          const double want = ref::vec_dot(t, n, wr, ar);
+          const double tol = (ggml_type_traits(t).block_size == 1 ? kFloatDotTol : kDotTol) * abs_dot(t, wr, ar, n);
+          const double err = std::fabs(full[static_cast<size_t>(it * ld + r)] - want);
+          worst = std::max(worst, err / std::max(tol, 1e-30));
+          ASSERT_LE(err, tol) << isa_label(*kt, t) << " row " << r << " tok " << it;
+        }
+      RecordProperty(isa_label(*kt, t) + " worst err/tol", std::to_string(worst));
+      // Batch invariance: each token alone, odd token groups and row sub-ranges give the
+      // same bits as the full batch.
+      for (int64_t t0 : {0L, 5L, 12L})
+        for (int64_t nt : {1L, 3L}) {
+          if (t0 + nt > n_tok) continue;
+          for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {1, 2}, {3, 36}}) {
+            std::vector<float> part(static_cast<size_t>(ld * nt), NAN);
+            run_matmul(*kt, t, n, w, act, r0, r1, t0, nt, part.data(), ld);
+            for (int64_t it = 0; it < nt; ++it)
+              for (int64_t r = r0; r < r1; ++r)
+                ASSERT_EQ(f32_to_bits(part[static_cast<size_t>(it * ld + r)]), f32_to_bits(full[static_cast<size_t>((t0 + it) * ld + r)]))
+                    << isa_label(*kt, t) << " tok " << t0 + it << " row " << r << " batch " << nt;
+          }
+        }
+    }
+}
+
+TEST(IsaVsRef, ElementwiseOps) {
+  std::mt19937 rng(14);
+  for (const KernelTable* kt : available_tables())
+    for (int64_t n : {1L, 7L, 16L, 33L, 2048L, 7168L + 5}) {
+      const auto x = random_floats(rng, n, -6.0f, 6.0f), w = random_floats(rng, n);
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      auto check = [&](const char* what) {
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_NEAR(got[i], want[i], kElemRelTol * std::fabs(want[i]) + 1e-30)
+              << isa_name(kt->isa) << " " << what << " n=" << n << " i=" << i;
+      };
+      ref::rms_norm(x.data(), w.data(), want.data(), n, 1e-5f);
+      kt->rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
+      check("rms_norm");
+      ref::rms_norm(x.data(), nullptr, want.data(), n, 1e-5f);
+      kt->rms_norm(x.data(), nullptr, got.data(), n, 1e-5f);
+      check("rms_norm (no weight)");
+      ref::silu_mul(x.data(), w.data(), want.data(), n);
+      kt->silu_mul(x.data(), w.data(), got.data(), n);
+      check("silu_mul");
+      want = x;
+      got = x;
+      ref::softmax(want.data(), n, 0.7f);
+      kt->softmax(got.data(), n, 0.7f);
+      check("softmax");
+    }
+}
+
+TEST(IsaVsRef, Rope) {
+  std::mt19937 rng(15);
+  const float ff[32] = {1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+  const RopeParams params[] = {
+      {.n_rot = 64, .freq_base = 10000.0f, .freq_scale = 1.0f / 40, .ext_factor = 1.0f, .n_ctx_orig = 4096},
+      {.n_rot = 64, .neox = true, .freq_base = 1e6f},
+      {.n_rot = 32, .freq_base = 100000.0f, .freq_scale = 0.25f},
+      {.n_rot = 64, .freq_base = 500000.0f, .freq_factors = ff},
+  };
+  for (const KernelTable* kt : available_tables())
+    for (const RopeParams& p : params) {
+      const int head = 72, n_head = 3, n_tok = 5;
+      const int32_t pos[n_tok] = {0, 1, 17, 1000, 4095};
+      const auto x = random_floats(rng, n_tok * n_head * head);
+      auto want = x, got = x;
+      const RopeArgs a{.x = nullptr, .n_tok = n_tok, .n_head = n_head, .tok_stride = n_head * head,
+                       .head_stride = head, .pos = pos};
+      RopeArgs aw = a, ag = a;
+      aw.x = want.data();
+      ag.x = got.data();
+      ref::rope(aw, p);
+      kt->rope(ag, p);
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6) << isa_name(kt->isa) << " i=" << i;
+    }
+}
+
+TEST(IsaVsRef, StoreKvBitExact) {
+  std::mt19937 rng(16);
+  for (const KernelTable* kt : available_tables())
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
+      for (int64_t n : {32L, 64L, 576L}) {
+        const auto x = random_floats(rng, n, -20.0f, 20.0f);
+        const size_t bytes = ggml_row_size(t, n);
+        std::vector<uint8_t> want(bytes), got(bytes, 0xCD);
+        ref::store_kv(t, x.data(), want.data(), n);
+        kt->store_kv(t, x.data(), got.data(), n);
+        EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes)) << isa_label(*kt, t) << " n=" << n;
+      }
+}
+
+TEST(IsaVsRef, MoeRoute) {
+  std::mt19937 rng(17);
+  const int n_tok = 9, n_expert = 64, k = 6;
+  const auto logits = random_floats(rng, n_tok * n_expert, -3.0f, 3.0f);
+  const auto bias = random_floats(rng, n_expert, -0.1f, 0.1f);
+  for (const KernelTable* kt : available_tables()) {
+    std::vector<int32_t> ids_want(n_tok * k), ids_got(n_tok * k);
+    std::vector<float> w_want(n_tok * k), w_got(n_tok * k);
+    MoeRouteArgs a{.logits = logits.data(), .n_tok = n_tok, .n_expert = n_expert, .n_expert_used = k,
+                   .n_group = 8, .n_group_used = 3, .gating = MoeGating::kSigmoid, .bias = bias.data(),
+                   .norm = true, .scale = 2.5f, .ids = ids_want.data(), .weights = w_want.data()};
+    ref::moe_route(a);
+    a.ids = ids_got.data();
+    a.weights = w_got.data();
+    kt->moe_route(a);
+    EXPECT_EQ(ids_want, ids_got) << isa_name(kt->isa);
+    for (size_t i = 0; i < w_want.size(); ++i) EXPECT_NEAR(w_got[i], w_want[i], 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace ds::test

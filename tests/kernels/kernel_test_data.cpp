@@ -1,0 +1,88 @@
+#include "kernel_test_data.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/quant/fp16.h"
+
+namespace ds::test {
+namespace {
+
+void put_half(uint8_t* p, float v) {
+  const uint16_t h = f32_to_fp16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Byte offsets of the fp16 scale fields of one block: {d, second (dmin/m) or -1}.
+std::pair<int, int> half_fields(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0, -1};
+    case GgmlType::Q4_1: case GgmlType::Q5_1: return {0, 2};
+    case GgmlType::Q2_K: return {80, 82};
+    case GgmlType::Q3_K: return {108, -1};
+    case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
+    case GgmlType::Q6_K: return {208, -1};
+    default: return {-1, -1};
+  }
+}
+
+}  // namespace
+
+std::vector<const KernelTable*> available_tables() {
+  std::vector<const KernelTable*> out;
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAmx})
+    if (const KernelTable* kt = kernel_table(isa)) out.push_back(kt);
+  return out;
+}
+
+std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n, int64_t n_rows) {
+  const size_t row = ggml_row_size(t, n);
+  std::vector<uint8_t> out(row * static_cast<size_t>(n_rows));
+  if (t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16) {
+    const std::vector<float> f = random_floats(rng, n * n_rows);
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (t == GgmlType::F32) std::memcpy(&out[4 * i], &f[i], 4);
+      const uint16_t h = t == GgmlType::F16 ? f32_to_fp16(f[i]) : f32_to_bf16(f[i]);
+      if (t != GgmlType::F32) std::memcpy(&out[2 * i], &h, 2);
+    }
+    return out;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
+  const auto tr = ggml_type_traits(t);
+  const auto [d_off, m_off] = half_fields(t);
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f), sign(-1.0f, 1.0f);
+  for (size_t ib = 0; ib < out.size() / static_cast<size_t>(tr.type_size); ++ib) {
+    uint8_t* blk = out.data() + ib * static_cast<size_t>(tr.type_size);
+    put_half(blk + d_off, scale(rng) * (sign(rng) < 0 && tr.block_size == 32 ? -1.0f : 1.0f));
+    if (m_off >= 0) put_half(blk + m_off, scale(rng) * (tr.block_size == 32 ? sign(rng) * 8.0f : 1.0f));
+  }
+  return out;
+}
+
+std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x,
+                                   int64_t n, int64_t n_rows) {
+  const GgmlType at = vec_dot_type(wtype);
+  const size_t row = ggml_row_size(at, n);
+  std::vector<uint8_t> out(row * static_cast<size_t>(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) kt.quantize_act(at, x.data() + r * n, out.data() + r * row, n);
+  return out;
+}
+
+double abs_dot(GgmlType wtype, const void* w, const void* act, int64_t n) {
+  std::vector<float> fw(static_cast<size_t>(n)), fa(static_cast<size_t>(n));
+  dequantize_row(wtype, w, fw.data(), n);
+  dequantize_row(vec_dot_type(wtype), act, fa.data(), n);
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(fw[i]) * fa[i]);
+  return s;
+}
+
+}  // namespace ds::test

@@ -1,0 +1,38 @@
+// Seeded test data for the kernel tests: random weight rows of any block type (random
+// quant bits, sane fp16 scales), random float rows, and the ISAs this CPU can run.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace ds::test {
+
+// Every weight type that has a dot product.
+inline const std::vector<GgmlType>& weight_types() {
+  static const std::vector<GgmlType> types = {
+      GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+  return types;
+}
+
+// The kernel tables usable on this machine (always includes the reference).
+std::vector<const KernelTable*> available_tables();
+
+std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo = -1.0f, float hi = 1.0f);
+
+// n_rows rows of n elements of type t: random quant bits, scales chosen so that every
+// element is O(0.1). Rows are contiguous (stride ggml_row_size(t, n)).
+std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n, int64_t n_rows);
+
+// n_rows activation rows of n floats quantized to vec_dot_type(wtype) by table kt.
+std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x,
+                                   int64_t n, int64_t n_rows);
+
+// sum |w_i * a_i| over the dequantized rows, in double: the scale of a dot product's
+// rounding error.
+double abs_dot(GgmlType wtype, const void* w, const void* act, int64_t n);
+
+}  // namespace ds::test

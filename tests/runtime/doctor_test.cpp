@@ -1,0 +1,72 @@
+// `ds-cli doctor` runs on this host, exits 0 and prints every section it promises,
+// including the measured limits and flag recommendations that match the topology.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+#include "runtime/numa.h"
+#include "test_util.h"
+
+namespace ds {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+RunResult run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + test::binary_dir() + "/src/ds-cli " + args + " 2>&1";
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(Doctor, RunsAndReportsEverySection) {
+  const RunResult r = run_cli("doctor --bandwidth-mib 64");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* needle :
+       {"instruction sets:", "AVX2 yes", "AVX-512 F", "AMX TILE", "NUMA nodes:", "physical cores",
+        "transparent huge pages:", "reserved huge pages:", "CPU frequency governor:", "SMT",
+        "read bandwidth:", "GB/s", "int8 dot-product peak:", "GOPS", "recommended ds-server flags:",
+        "host changes:"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.out;
+  }
+  const Topology& t = topology();
+  EXPECT_NE(r.out.find("--threads " + std::to_string(t.n_cores) + " "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(t.nodes.size() > 1 ? "--numa distribute" : "--numa none"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("unknown ("), std::string::npos) << "a measurement failed:\n" << r.out;
+}
+
+TEST(Doctor, HostWithoutProcOrSysFilesSaysUnknown) {
+  const std::string empty_root = test::make_temp_dir("doctor_root");
+  const RunResult r = run_cli("doctor --no-measure", "DS_HOST_ROOT=" + empty_root);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* needle :
+       {"cpu: unknown", "transparent huge pages: unknown (defrag: unknown)",
+        "reserved huge pages: unknown total, unknown free, page size unknown", "CPU frequency governor: unknown",
+        "automatic NUMA balancing: unknown", "(control: unknown)", "recommended ds-server flags:"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.out;
+  }
+}
+
+TEST(Doctor, NoMeasureAndBadOption) {
+  const RunResult quick = run_cli("doctor --no-measure");
+  ASSERT_EQ(quick.exit_code, 0) << quick.out;
+  EXPECT_EQ(quick.out.find("read bandwidth:"), std::string::npos);
+  EXPECT_NE(quick.out.find("recommended ds-server flags:"), std::string::npos);
+  const RunResult bad = run_cli("doctor --frobnicate");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--frobnicate"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,68 @@
+// machine_limits: the peak loops really execute the multiply-adds they claim (their
+// accumulators are checked against closed forms), and the measurements return sane,
+// ordered statistics. Speeds themselves depend on the host's load and are printed only.
+#include "runtime/machine_limits.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/peak.h"
+
+namespace ds {
+namespace {
+
+TEST(MachineLimits, Avx2PeakLoopComputesWhatItCounts) {
+  ASSERT_TRUE(__builtin_cpu_supports("avx2")) << "ds-server's baseline ISA is AVX2";
+  for (uint64_t n : {uint64_t{1}, uint64_t{1000}, uint64_t{12345}}) {
+    int32_t sink = 0;
+    EXPECT_EQ(peak::int8_madds_avx2(n, &sink), n * 8 * 32);
+    // 8 chains k = 0..7 of 8 int32 lanes starting at k; per iteration each lane adds
+    // 4 * (3 * -2) (two u8*s8 pairs to int16, two int16 to int32).
+    EXPECT_EQ(static_cast<int64_t>(sink), 8 * 28 - 8 * 8 * 24 * static_cast<int64_t>(n)) << "n=" << n;
+  }
+}
+
+TEST(MachineLimits, VnniPeakLoopComputesWhatItCounts) {
+  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  for (uint64_t n : {uint64_t{1}, uint64_t{1000}, uint64_t{12345}}) {
+    int32_t sink = 0;
+    EXPECT_EQ(peak::int8_madds_avx512_vnni(n, &sink), n * 16 * 64);
+    // 16 chains k of 16 lanes starting at k; each vpdpbusd adds 4 * (3 * -2) per lane.
+    EXPECT_EQ(static_cast<int64_t>(sink), 16 * 120 - 16 * 16 * 24 * static_cast<int64_t>(n)) << "n=" << n;
+  }
+}
+
+void expect_ordered(const Measurement& m) {
+  EXPECT_GT(m.min, 0);
+  EXPECT_LE(m.min, m.median);
+  EXPECT_LE(m.median, m.max);
+}
+
+TEST(MachineLimits, BandwidthMeasurement) {
+  ThreadPool pool({.n_threads = 2});
+  auto bw = measure_read_bandwidth(pool, {.bytes = size_t{64} << 20, .repeats = 3, .streams_per_thread = 4});
+  ASSERT_TRUE(bw.is_ok()) << bw.message();
+  expect_ordered(bw->gbs);
+  EXPECT_EQ(bw->n_threads, 2);
+  EXPECT_EQ(bw->streams_per_thread, 4);
+  EXPECT_GE(bw->bytes, (size_t{64} << 20) - 2 * 4 * 64);
+  EXPECT_LE(bw->bytes, size_t{64} << 20);
+  std::printf("read bandwidth (64 MiB, 2 threads x 4 streams): %.1f GB/s [%.1f..%.1f]\n", bw->gbs.median,
+              bw->gbs.min, bw->gbs.max);
+}
+
+TEST(MachineLimits, Int8PeakMeasurement) {
+  ThreadPool pool({.n_threads = 2});
+  const Int8PeakResult best = measure_int8_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
+  expect_ordered(best.gops);
+  EXPECT_EQ(best.isa, cpu_has_avx512_vnni() ? "avx512_vnni" : "avx2");
+  EXPECT_EQ(best.n_threads, 2);
+  const Int8PeakResult avx2 =
+      measure_int8_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3, .allow_avx512 = false});
+  expect_ordered(avx2.gops);
+  EXPECT_EQ(avx2.isa, "avx2");
+  std::printf("int8 peak, 2 threads: %s %.0f GOPS, avx2 %.0f GOPS\n", best.isa.c_str(), best.gops.median,
+              avx2.gops.median);
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,306 @@
+// ds-cli synth and ds-cli quantize, run as the user runs them (the built binary), with
+// the results read back through GgufFile: expected tensors, types and keys; metadata
+// preserved by quantize; values close to the originals; clean failures on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "kernels/kernels.h"
+#include "test_util.h"
+
+namespace ds {
+namespace {
+
+std::string cli() { return test::binary_dir() + "/src/ds-cli"; }
+
+// Runs a shell command; returns its exit code, or -1000 - signal when a signal killed it.
+int run(const std::string& cmd) {
+  const int st = std::system((cmd + " >/dev/null 2>&1").c_str());
+  if (WIFSIGNALED(st)) return -1000 - WTERMSIG(st);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+class ToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::make_temp_dir("tools"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::unique_ptr<GgufFile> open(const std::string& p) {
+    auto f = GgufFile::open(p);
+    EXPECT_TRUE(f.is_ok()) << f.message();
+    return f.is_ok() ? std::move(f.value()) : nullptr;
+  }
+  std::unique_ptr<GgufFile> synth(const std::string& shape, const std::string& type, const std::string& extra = "") {
+    const std::string out = path(shape + "-" + type + ".gguf");
+    EXPECT_EQ(run(cli() + " synth --shape " + shape + " --type " + type + " --out " + out + " " + extra), 0);
+    return open(out);
+  }
+  std::string dir_;
+};
+
+GgmlType type_of(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.tensor(name);
+  EXPECT_NE(t, nullptr) << "missing tensor " << name;
+  return t ? t->type : GgmlType::Q8_1;
+}
+
+int64_t key_int(const GgufFile& f, const std::string& key) {
+  auto v = f.get_int(key);
+  EXPECT_TRUE(v.is_ok() && v->has_value()) << "missing key " << key;
+  return v.is_ok() && v->has_value() ? **v : -1;
+}
+
+void expect_tokenizer(const GgufFile& f) {
+  const GgufValue* toks = f.find("tokenizer.ggml.tokens");
+  ASSERT_NE(toks, nullptr);
+  const int64_t n = static_cast<int64_t>(toks->arr_str.size());
+  EXPECT_GT(n, 256 + 100);  // bytes + learned merges + specials
+  EXPECT_EQ(f.tensor("token_embd.weight")->ne[1], n);
+  EXPECT_EQ(key_int(f, f.architecture() + ".vocab_size"), n);
+  EXPECT_EQ(f.get_string_or("tokenizer.ggml.model", "").value(), "gpt2");
+  const int64_t bos = key_int(f, "tokenizer.ggml.bos_token_id");
+  ASSERT_TRUE(bos >= 0 && bos < n);
+  EXPECT_EQ(toks->arr_str[static_cast<size_t>(bos)], "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>");
+  const auto tmpl = f.get_string_or("tokenizer.chat_template", "").value();
+  EXPECT_NE(tmpl.find("<\xEF\xBD\x9CUser\xEF\xBD\x9C>"), std::string::npos);
+  const GgufValue* merges = f.find("tokenizer.ggml.merges");
+  ASSERT_NE(merges, nullptr);
+  std::set<std::string> vocab(toks->arr_str.begin(), toks->arr_str.end());
+  for (const auto& m : merges->arr_str) {  // every merge's result is a token
+    const size_t sp = m.find(' ');
+    ASSERT_NE(sp, std::string::npos) << m;
+    EXPECT_TRUE(vocab.count(m.substr(0, sp) + m.substr(sp + 1))) << m;
+  }
+}
+
+TEST_F(ToolsTest, SynthTinyLlama) {
+  auto f = synth("tiny-llama", "Q4_K_M");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->architecture(), "llama");
+  EXPECT_EQ(key_int(*f, "llama.block_count"), 4);
+  EXPECT_EQ(key_int(*f, "llama.attention.head_count_kv"), 2);
+  EXPECT_EQ(key_int(*f, "general.file_type"), 15);
+  EXPECT_EQ(f->get_string_or("llama.rope.scaling.type", "").value(), "linear");
+  expect_tokenizer(*f);
+  EXPECT_EQ(type_of(*f, "output.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of(*f, "token_embd.weight"), GgmlType::Q4_K);
+  EXPECT_EQ(type_of(*f, "blk.0.attn_norm.weight"), GgmlType::F32);
+  // use_more_bits over 4 layers: layers 2 and 3 (same as refdata tiny-llama-Q4_K_M)
+  for (int il = 0; il < 4; ++il) {
+    const GgmlType want = il >= 2 ? GgmlType::Q6_K : GgmlType::Q4_K;
+    EXPECT_EQ(type_of(*f, "blk." + std::to_string(il) + ".attn_v.weight"), want) << il;
+    EXPECT_EQ(type_of(*f, "blk." + std::to_string(il) + ".ffn_down.weight"), want) << il;
+  }
+  EXPECT_EQ(f->tensor("blk.0.attn_k.weight")->ne[1], 128);  // 2 kv heads of 64
+}
+
+TEST_F(ToolsTest, SynthTinyQwen2) {
+  auto f = synth("tiny-qwen2", "Q5_K_S");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->architecture(), "qwen2");
+  expect_tokenizer(*f);
+  EXPECT_EQ(type_of(*f, "blk.0.attn_q.bias"), GgmlType::F32);
+  EXPECT_EQ(type_of(*f, "blk.2.attn_v.bias"), GgmlType::F32);
+  EXPECT_EQ(type_of(*f, "blk.2.attn_v.weight"), GgmlType::Q5_K);
+  EXPECT_EQ(type_of(*f, "output.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(key_int(*f, "general.file_type"), 16);
+}
+
+TEST_F(ToolsTest, SynthTinyDsv2) {
+  auto f = synth("tiny-dsv2", "Q4_K_M");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->architecture(), "deepseek2");
+  expect_tokenizer(*f);
+  EXPECT_FALSE(f->has("deepseek2.attention.q_lora_rank"));
+  EXPECT_NE(f->tensor("blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ(f->tensor("blk.0.attn_q_a.weight"), nullptr);
+  EXPECT_EQ(key_int(*f, "deepseek2.attention.head_count_kv"), 1);
+  EXPECT_EQ(key_int(*f, "deepseek2.attention.key_length"), 256 + 32);
+  EXPECT_EQ(key_int(*f, "deepseek2.attention.value_length"), 256);
+  EXPECT_EQ(key_int(*f, "deepseek2.expert_gating_func"), 1);
+  EXPECT_NE(f->tensor("blk.0.ffn_gate.weight"), nullptr);      // 1 dense lead layer
+  EXPECT_EQ(f->tensor("blk.0.ffn_gate_inp.weight"), nullptr);
+  EXPECT_EQ(f->tensor("blk.1.exp_probs_b.bias"), nullptr);     // softmax: no bias
+  const GgufTensorInfo* kb = f->tensor("blk.1.attn_k_b.weight");
+  ASSERT_NE(kb, nullptr);
+  EXPECT_EQ(kb->ne[0], 64);
+  EXPECT_EQ(kb->ne[1], 256);
+  EXPECT_EQ(kb->ne[2], 4);
+  // The refdata tiny-dsv2-Q4_K_M mixture: Q5_0 k_b (rows of 64), Q5_K attn_output (8
+  // experts), Q6_K ffn_down* in layer 2, F32 router.
+  EXPECT_EQ(kb->type, GgmlType::Q5_0);
+  EXPECT_EQ(type_of(*f, "blk.1.attn_output.weight"), GgmlType::Q5_K);
+  EXPECT_EQ(type_of(*f, "blk.1.ffn_down_exps.weight"), GgmlType::Q4_K);
+  EXPECT_EQ(type_of(*f, "blk.2.ffn_down_exps.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of(*f, "blk.2.ffn_down_shexp.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of(*f, "blk.2.ffn_gate_inp.weight"), GgmlType::F32);
+  EXPECT_EQ(f->tensor("blk.1.ffn_gate_shexp.weight")->ne[1], 512);  // 2 shared x 256
+}
+
+TEST_F(ToolsTest, SynthTinyDsv3) {
+  auto f = synth("tiny-dsv3", "Q4_K_M");
+  ASSERT_TRUE(f);
+  expect_tokenizer(*f);
+  EXPECT_EQ(key_int(*f, "deepseek2.attention.q_lora_rank"), 256);
+  EXPECT_EQ(key_int(*f, "deepseek2.expert_gating_func"), 2);
+  EXPECT_EQ(f->get_string_or("deepseek2.rope.scaling.type", "").value(), "yarn");
+  EXPECT_EQ(f->get_float_or("deepseek2.expert_weights_scale", 0).value(), 2.5);
+  EXPECT_NE(f->tensor("blk.0.attn_q_a.weight"), nullptr);
+  EXPECT_EQ(type_of(*f, "blk.0.attn_q_a_norm.weight"), GgmlType::F32);
+  EXPECT_EQ(type_of(*f, "blk.3.exp_probs_b.bias"), GgmlType::F32);
+  EXPECT_EQ(f->tensor("blk.3.ffn_up_exps.weight")->ne[2], 16);
+  EXPECT_EQ(type_of(*f, "blk.1.attn_output.weight"), GgmlType::Q4_K);  // 16 experts: no bump
+}
+
+TEST_F(ToolsTest, SynthOverridesLayersVocabAndSeed) {
+  auto f = synth("tiny-dsv3", "F16", "--layers 2 --set expert_count=32 --set deepseek2.attention.q_lora_rank=128");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(key_int(*f, "deepseek2.block_count"), 2);
+  EXPECT_EQ(key_int(*f, "deepseek2.expert_count"), 32);
+  EXPECT_EQ(f->tensor("blk.1.ffn_gate_exps.weight")->ne[2], 32);
+  EXPECT_EQ(f->tensor("blk.1.attn_q_a.weight")->ne[1], 128);
+  EXPECT_EQ(f->tensor("blk.2.attn_norm.weight"), nullptr);
+  EXPECT_EQ(type_of(*f, "blk.1.ffn_gate_exps.weight"), GgmlType::F16);
+  EXPECT_EQ(key_int(*f, "general.file_type"), 1);
+
+  // --vocab copies every tokenizer key of the given file
+  const std::string vocab = test::shared_path("tokenizer/ggml-vocab-deepseek-coder.gguf");
+  auto v = synth("tiny-qwen2", "Q8_0", "--layers 1 --vocab " + vocab);
+  ASSERT_TRUE(v);
+  auto src = open(vocab);
+  ASSERT_TRUE(src);
+  for (const auto& [key, value] : src->metadata()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    const GgufValue* got = v->find(key);
+    ASSERT_NE(got, nullptr) << key;
+    EXPECT_TRUE(gguf_value_equal(*got, value)) << key;
+  }
+  EXPECT_EQ(v->tensor("token_embd.weight")->ne[1], 32256);
+
+  // same seed -> same bytes; another seed -> other weights
+  const std::string a = path("a.gguf"), b = path("b.gguf"), c = path("c.gguf");
+  ASSERT_EQ(run(cli() + " synth --shape tiny-llama --type Q4_0 --seed 7 --out " + a), 0);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-llama --type Q4_0 --seed 7 --threads 1 --out " + b), 0);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-llama --type Q4_0 --seed 8 --out " + c), 0);
+  EXPECT_EQ(test::read_file_bytes(a), test::read_file_bytes(b));
+  EXPECT_NE(test::read_file_bytes(a), test::read_file_bytes(c));
+}
+
+TEST_F(ToolsTest, SynthBadArgumentsFailCleanly) {
+  const std::string out = path("bad.gguf");
+  EXPECT_EQ(run(cli() + " synth --shape nope --out " + out), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama"), 2);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --type Q9"), 2);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --layers 0"), 2);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --set novalue"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --set block_count=abc"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --set attention.head_count=3"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + out + " --set expert_count=0"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + out + " --set embedding_length=0"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --vocab /nonexistent.gguf"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out /nonexistent-dir/x.gguf"), 1);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// Dequantizes a whole tensor.
+std::vector<float> values(const GgufTensorInfo& t) {
+  std::vector<float> v(static_cast<size_t>(t.n_elements()));
+  for (int64_t r = 0; r < t.n_rows(); ++r) {
+    dequantize_row(t.type, t.data + static_cast<size_t>(r) * t.row_bytes(), v.data() + r * t.ne[0], t.ne[0]);
+  }
+  return v;
+}
+
+TEST_F(ToolsTest, QuantizeKeepsMetadataAndPicksTypes) {
+  for (const char* in_type : {"F32", "F16"}) {
+    auto in = synth("tiny-dsv2", in_type);
+    ASSERT_TRUE(in);
+    const std::string in_path = path(std::string("tiny-dsv2-") + in_type + ".gguf");
+    struct Case {
+      const char* mix;
+      int file_type;
+      GgmlType base, output, k_b;
+    };
+    for (const Case c : {Case{"Q4_K_M", 15, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_0},
+                         Case{"Q5_K_S", 16, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q5_1},
+                         Case{"Q8_0", 7, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0},
+                         Case{"Q4_0", 2, GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q4_0}}) {
+      const std::string out = path(std::string("q-") + c.mix + ".gguf");
+      ASSERT_EQ(run(cli() + " quantize " + in_path + " " + out + " " + c.mix), 0) << c.mix;
+      auto q = open(out);
+      ASSERT_TRUE(q);
+      ASSERT_EQ(q->metadata().size(), in->metadata().size());
+      for (size_t k = 0; k < in->metadata().size(); ++k) {
+        const auto& [key, value] = in->metadata()[k];
+        EXPECT_EQ(q->metadata()[k].first, key);
+        if (key == "general.file_type") {
+          EXPECT_EQ(q->metadata()[k].second.u, static_cast<uint64_t>(c.file_type)) << c.mix;
+        } else {
+          EXPECT_TRUE(gguf_value_equal(q->metadata()[k].second, value)) << c.mix << " " << key;
+        }
+      }
+      ASSERT_EQ(q->tensors().size(), in->tensors().size());
+      EXPECT_EQ(type_of(*q, "token_embd.weight"), c.base) << c.mix;
+      EXPECT_EQ(type_of(*q, "output.weight"), c.output) << c.mix;
+      EXPECT_EQ(type_of(*q, "blk.1.attn_k_b.weight"), c.k_b) << c.mix;
+      EXPECT_EQ(type_of(*q, "blk.1.ffn_gate_inp.weight"), GgmlType::F32) << c.mix;
+      EXPECT_EQ(type_of(*q, "blk.1.attn_norm.weight"), GgmlType::F32) << c.mix;
+      // Values survive: relative RMSE of the biggest matrices within the format's range.
+      for (const char* name : {"blk.1.ffn_up_exps.weight", "output.weight", "blk.1.attn_k_b.weight"}) {
+        const auto a = values(*in->tensor(name)), b = values(*q->tensor(name));
+        double se = 0, ss = 0;
+        for (size_t i = 0; i < a.size(); ++i) se += (a[i] - b[i]) * (a[i] - b[i]), ss += a[i] * a[i];
+        EXPECT_LT(std::sqrt(se / ss), 0.1) << c.mix << " " << name;  // Q4_0 ~0.086 (test_quantize)
+      }
+    }
+  }
+}
+
+TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
+  const std::string out = path("out.gguf");
+  // already quantized
+  EXPECT_EQ(run(cli() + " quantize " + test::shared_path("refdata/tiny-llama-Q4_K_M.gguf") + " " + out + " Q8_0"), 1);
+  // missing, empty, garbage, truncated
+  EXPECT_EQ(run(cli() + " quantize " + path("missing.gguf") + " " + out + " Q4_K_M"), 1);
+  test::write_file_bytes(path("empty.gguf"), {});
+  EXPECT_EQ(run(cli() + " quantize " + path("empty.gguf") + " " + out + " Q4_K_M"), 1);
+  test::write_file_bytes(path("junk.gguf"), std::vector<uint8_t>(1000, 0xAB));
+  EXPECT_EQ(run(cli() + " quantize " + path("junk.gguf") + " " + out + " Q4_K_M"), 1);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-qwen2 --type F32 --layers 1 --out " + path("f32.gguf")), 0);
+  auto bytes = test::read_file_bytes(path("f32.gguf"));
+  for (size_t cut : {size_t{20}, bytes.size() / 3, bytes.size() - 7}) {
+    test::write_file_bytes(path("cut.gguf"), std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(cut)));
+    EXPECT_EQ(run(cli() + " quantize " + path("cut.gguf") + " " + out + " Q4_K_M"), 1) << cut;
+  }
+  // NaN weights: patch the first float of the last tensor (an F32 matrix) to NaN
+  auto f = open(path("f32.gguf"));
+  ASSERT_TRUE(f);
+  const GgufTensorInfo& last = f->tensors().back();
+  ASSERT_EQ(last.type, GgmlType::F32);
+  // find the tensor's bytes in the file by content (64 random-looking bytes are unique)
+  auto it = std::search(bytes.begin(), bytes.end(), last.data, last.data + 64);
+  ASSERT_NE(it, bytes.end());
+  const size_t off = static_cast<size_t>(it - bytes.begin());
+  const float nan = std::nanf("");
+  std::memcpy(bytes.data() + off, &nan, 4);
+  test::write_file_bytes(path("nan.gguf"), bytes);
+  EXPECT_EQ(run(cli() + " quantize " + path("nan.gguf") + " " + out + " Q4_K_M"), 1);
+  // usage errors
+  EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + out + " Q3_K_XL"), 2);
+  EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + out), 2);
+  EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + path("f32.gguf") + " Q8_0"), 2);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace ds
