@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "model/tokenizer.h"  // utf8_complete_prefix
+
 namespace ds {
 
 // Length of the valid UTF-8 sequence starting at s[i] (1..4), 0 when it is invalid, or -1
@@ -25,16 +27,9 @@ static int utf8_seq_len(std::string_view s, size_t i) {
   return n;
 }
 
-size_t utf8_stable_prefix(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const int n = utf8_seq_len(s, i);
-    if (n < 0) return i;
-    i += n == 0 ? 1 : n;
-  }
-  return i;
-}
-
+// Invalid bytes become U+FFFD together with the continuation bytes that follow them: the
+// tokenizer's StreamDecoder rule (src/model/tokenizer.cpp), so the server's text equals what
+// `ds-cli generate` prints for the same tokens.
 std::string utf8_sanitize(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -44,10 +39,11 @@ std::string utf8_sanitize(std::string_view s) {
     if (n > 0) {
       out.append(s.substr(i, n));
       i += n;
-    } else {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
+      continue;
     }
+    out += "\xEF\xBF\xBD";  // U+FFFD
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
   }
   return out;
 }
@@ -69,38 +65,48 @@ StopTextStream::StopTextStream(std::vector<std::string> stops) {
 
 std::string StopTextStream::push(std::string_view bytes) {
   if (stopped()) return {};
-  pending_.append(bytes);
-  // A complete stop string: send what precedes the earliest one, drop the rest.
+  // Stage 1: bytes -> valid UTF-8 text; an unfinished character waits for its next bytes.
+  raw_.append(bytes);
+  const size_t n = utf8_complete_prefix(raw_);
+  pending_ += utf8_sanitize(std::string_view(raw_).substr(0, n));
+  raw_.erase(0, n);
+  return release(false);
+}
+
+// Stage 2: stop strings on valid text. Everything before the earliest complete stop string
+// goes out and the rest is dropped; otherwise the longest tail that is a proper prefix of a
+// stop string is held back (it starts on a character boundary: stop strings are valid UTF-8).
+std::string StopTextStream::release(bool final) {
   size_t best = std::string::npos;
   for (const auto& s : stops_) {
     const size_t p = pending_.find(s);
     if (p < best) best = p, stop_word_ = s;
   }
   if (best != std::string::npos) {
-    std::string out = utf8_sanitize(std::string_view(pending_).substr(0, best));
+    std::string out = pending_.substr(0, best);
     pending_.clear();
+    raw_.clear();
     return out;
   }
-  // Hold back the longest tail that is a proper prefix of some stop string.
   size_t hold = 0;
   for (const auto& s : stops_) {
-    for (size_t k = std::min(s.size() - 1, pending_.size()); k > hold; --k) {
+    for (size_t k = std::min(s.size() - 1, pending_.size()); k > hold && !final; --k) {
       if (pending_.compare(pending_.size() - k, k, s, 0, k) == 0) {
         hold = k;
         break;
       }
     }
   }
-  const size_t safe = utf8_stable_prefix(std::string_view(pending_).substr(0, pending_.size() - hold));
-  std::string out = utf8_sanitize(std::string_view(pending_).substr(0, safe));
-  pending_.erase(0, safe);
+  std::string out = pending_.substr(0, pending_.size() - hold);
+  pending_.erase(0, pending_.size() - hold);
   return out;
 }
 
 std::string StopTextStream::flush() {
-  std::string out = stopped() ? std::string() : utf8_sanitize(pending_);
-  pending_.clear();
-  return out;
+  if (stopped()) return {};
+  pending_ += utf8_sanitize(raw_);
+  raw_.clear();
+  return release(true);
 }
 
 }  // namespace ds

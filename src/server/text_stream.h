@@ -11,11 +11,7 @@
 
 namespace ds {
 
-// Valid UTF-8 prefix handling: returns the length of the longest prefix of `s` that ends on
-// a character boundary, where a trailing sequence that may still complete is excluded.
-// Invalid bytes are considered complete (they become U+FFFD in utf8_sanitize).
-size_t utf8_stable_prefix(std::string_view s);
-// Replaces invalid sequences with U+FFFD.
+// Replaces each invalid byte, with the continuation bytes after it, by one U+FFFD.
 std::string utf8_sanitize(std::string_view s);
 bool utf8_valid(std::string_view s);
 
@@ -30,8 +26,10 @@ class StopTextStream {
   const std::string& stop_word() const { return stop_word_; }
 
  private:
+  std::string release(bool final);
   std::vector<std::string> stops_;
-  std::string pending_;
+  std::string raw_;      // bytes of an unfinished UTF-8 character
+  std::string pending_;  // valid text not sent yet
   std::string stop_word_;
 };
 

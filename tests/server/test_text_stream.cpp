@@ -62,7 +62,8 @@ TEST(TextStream, NeverSplitsUtf8) {
 TEST(TextStream, InvalidBytesBecomeReplacementCharacter) {
   StopTextStream s({});
   EXPECT_EQ(feed(s, {"a\xFF", "b\xC3"}), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
-  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80z"), "\xEF\xBF\xBDz");  // surrogate: one U+FFFD
+  EXPECT_EQ(utf8_sanitize("\x80\x80\xE7\xA5z"), "\xEF\xBF\xBD\xEF\xBF\xBDz");
   EXPECT_FALSE(utf8_valid("\xC0\xAF"));  // overlong
   EXPECT_TRUE(utf8_valid("\xF4\x8F\xBF\xBF"));
 }
