@@ -38,7 +38,9 @@ EngineLoop::EngineLoop(Engine& engine, LoopOptions opts)
   totals_.ttft_bucket_counts.assign(totals_.ttft_bucket_bounds.size() + 1, 0);
 }
 
-EngineLoop::~EngineLoop() { shutdown(std::chrono::milliseconds(0)); }
+EngineLoop::~EngineLoop() {
+  shutdown(std::chrono::milliseconds(0));
+}
 
 void EngineLoop::start() {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -53,9 +55,13 @@ SubmitOutcome EngineLoop::submit(GenParams params) {
   }
   const int64_t id = next_id_++;
   switch (sched_->submit(id, params.prompt, params.cache_prompt)) {
-    case SubmitResult::ok: break;
-    case SubmitResult::queue_full: ++totals_.requests_rejected; return {SubmitCode::queue_full, nullptr};
-    default: return {SubmitCode::too_long, nullptr};
+    case SubmitResult::ok:
+      break;
+    case SubmitResult::queue_full:
+      ++totals_.requests_rejected;
+      return {SubmitCode::queue_full, nullptr};
+    default:
+      return {SubmitCode::too_long, nullptr};
   }
   Active a;
   a.stream = std::make_shared<GenStream>(id);
@@ -84,12 +90,20 @@ void EngineLoop::end(int64_t id, StopReason why, std::string error) {
   active_.erase(it);
 }
 
-void EngineLoop::apply_cancellations() {
-  std::vector<int64_t> gone;
-  for (auto& [id, a] : active_) {
-    if (a.stream->cancelled()) gone.push_back(id);
+void EngineLoop::end_cancelled(int64_t id, bool by_shutdown) {
+  if (by_shutdown) {
+    end(id, StopReason::error, "the server is shutting down");
+  } else {
+    end(id, StopReason::cancelled);
   }
-  for (int64_t id : gone) end(id, StopReason::cancelled);
+}
+
+void EngineLoop::apply_cancellations() {
+  std::vector<std::pair<int64_t, bool>> gone;
+  for (auto& [id, a] : active_) {
+    if (a.stream->cancelled()) gone.push_back({id, a.shutting_down});
+  }
+  for (auto [id, shutdown] : gone) end_cancelled(id, shutdown);
 }
 
 void EngineLoop::run() {
@@ -114,10 +128,8 @@ void EngineLoop::run() {
     const auto t0 = Clock::now();
     for (const Grant& g : plan.grants) {
       const RequestView v = sched_->view(g.req_id);
-      chunks_.push_back({.seq_id = g.seq_id,
-                         .tokens = v.tokens.subspan(g.pos0, g.n_tokens),
-                         .pos0 = g.pos0,
-                         .all_logits = false});
+      chunks_.push_back(
+          {.seq_id = g.seq_id, .tokens = v.tokens.subspan(g.pos0, g.n_tokens), .pos0 = g.pos0, .all_logits = false});
       Active& a = active_.at(g.req_id);
       if (!a.started) a.started = true, a.t_start = t0;
     }
@@ -145,7 +157,7 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
     if (!g.wants_logits || it == active_.end()) continue;
     Active& a = it->second;
     if (a.stream->cancelled()) {
-      end(g.req_id, StopReason::cancelled);
+      end_cancelled(g.req_id, a.shutting_down);
       continue;
     }
     if (a.stats.n_generated == 0) {
@@ -162,8 +174,7 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
       continue;
     }
     GenEvent ev;
-    ev.token = a.sampler->sample(logits_.data() + row * n_vocab,
-                                 a.params.sampling.n_probs > 0 ? &ev.probs : nullptr);
+    ev.token = a.sampler->sample(logits_.data() + row * n_vocab, a.params.sampling.n_probs > 0 ? &ev.probs : nullptr);
     if (!a.params.ignore_eos && opts_.is_eog && opts_.is_eog(ev.token)) {
       end(g.req_id, StopReason::eos);
       continue;
@@ -243,7 +254,10 @@ void EngineLoop::shutdown(std::chrono::milliseconds grace) {
   }
   {
     std::lock_guard lk(mu_);
-    for (auto& [id, a] : active_) a.stream->cancel();
+    for (auto& [id, a] : active_) {
+      a.shutting_down = true;
+      a.stream->cancel();
+    }
     stop_ = true;
   }
   cv_.notify_all();

@@ -30,7 +30,7 @@ namespace ds {
 struct GenParams {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
-  int n_predict = -1;        // -1: until end of generation or the context is full
+  int n_predict = -1;  // -1: until end of generation or the context is full
   bool ignore_eos = false;
   bool cache_prompt = true;
 };
@@ -40,19 +40,19 @@ enum class StopReason { none, eos, limit, cancelled, error };
 // Counters of one request, copied into every event.
 struct GenStats {
   int n_prompt = 0;
-  int n_cached = 0;          // prompt tokens reused from the prefix cache
+  int n_cached = 0;  // prompt tokens reused from the prefix cache
   int n_generated = 0;
-  double prompt_ms = 0;      // first grant -> first token
-  double predicted_ms = 0;   // first token -> latest token
-  double ttft_ms = 0;        // submit -> first token
+  double prompt_ms = 0;     // first grant -> first token
+  double predicted_ms = 0;  // first token -> latest token
+  double ttft_ms = 0;       // submit -> first token
 };
 
 struct GenEvent {
   bool done = false;
-  int32_t token = -1;        // when !done
+  int32_t token = -1;  // when !done
   std::vector<TokenProb> probs;
   StopReason reason = StopReason::none;  // when done
-  std::string error;         // when reason == error
+  std::string error;                     // when reason == error
   GenStats stats;
 };
 
@@ -97,12 +97,12 @@ struct LoopStats {
   int kv_blocks_cached = 0;  // held only by the prefix cache (evictable)
   int64_t requests_total = 0;
   int64_t requests_rejected = 0;
-  int64_t tokens_prompt = 0;      // prompt tokens computed (cache hits excluded)
-  int64_t tokens_cached = 0;      // prompt tokens taken from the prefix cache
+  int64_t tokens_prompt = 0;  // prompt tokens computed (cache hits excluded)
+  int64_t tokens_cached = 0;  // prompt tokens taken from the prefix cache
   int64_t tokens_generated = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
-  double prompt_seconds = 0;      // wall time of steps weighted by their prompt share
+  double prompt_seconds = 0;  // wall time of steps weighted by their prompt share
   double decode_seconds = 0;
   std::vector<double> ttft_bucket_bounds;   // seconds, ascending
   std::vector<int64_t> ttft_bucket_counts;  // cumulative, one per bound, plus +Inf last
@@ -137,9 +137,11 @@ class EngineLoop {
     GenStats stats;
     std::chrono::steady_clock::time_point t_submit, t_start, t_first, t_last;
     bool started = false;
+    bool shutting_down = false;  // cancelled by shutdown(), not by its client
   };
   void run();
   void apply_cancellations();
+  void end_cancelled(int64_t id, bool by_shutdown);
   void sample_and_update(const StepPlan& plan);
   void end(int64_t id, StopReason why, std::string error = {});
   void account_step(const StepPlan& plan, double seconds);

@@ -14,13 +14,14 @@ Sampler::Sampler(const SamplingParams& params, int n_vocab)
   probs_.reserve(n_vocab);
 }
 
-void Sampler::accept(int32_t token) { history_.push_back(token); }
+void Sampler::accept(int32_t token) {
+  history_.push_back(token);
+}
 
 void Sampler::sort_desc() {
   if (sorted_) return;
-  std::sort(cands_.begin(), cands_.end(), [](const Cand& a, const Cand& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  });
+  std::sort(cands_.begin(), cands_.end(),
+            [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
   sorted_ = true;
 }
 
@@ -28,11 +29,9 @@ void Sampler::sort_desc() {
 // divided by repeat_penalty when positive and multiplied when negative; then
 // frequency_penalty * count + presence_penalty is subtracted.
 void Sampler::apply_penalties() {
-  const bool any = p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f ||
-                   p_.frequency_penalty != 0.0f;
+  const bool any = p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
   if (!any || p_.repeat_last_n == 0 || history_.empty()) return;
-  const size_t n = p_.repeat_last_n < 0 ? history_.size()
-                                        : std::min<size_t>(history_.size(), p_.repeat_last_n);
+  const size_t n = p_.repeat_last_n < 0 ? history_.size() : std::min<size_t>(history_.size(), p_.repeat_last_n);
   const auto first = history_.end() - static_cast<std::ptrdiff_t>(n);
   for (auto it = first; it != history_.end(); ++it) {
     if (*it >= 0 && *it < n_vocab_) ++counts_[*it];
@@ -60,9 +59,7 @@ void Sampler::softmax() {
 
 void Sampler::top_k(int k) {
   if (k <= 0 || k >= static_cast<int>(cands_.size())) return;
-  auto cmp = [](const Cand& a, const Cand& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
+  auto cmp = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
   std::partial_sort(cands_.begin(), cands_.begin() + k, cands_.end(), cmp);
   cands_.resize(k);
   sorted_ = true;

@@ -15,18 +15,18 @@
 namespace ds {
 
 struct SamplingParams {
-  float temperature = 0.8f;   // <= 0: greedy
-  int top_k = 40;             // <= 0: whole vocabulary
-  float top_p = 0.95f;        // 1: off
-  float min_p = 0.05f;        // 0: off
-  float typical_p = 1.0f;     // 1: off
-  float repeat_penalty = 1.0f;   // 1: off
-  int repeat_last_n = 64;        // 0: off, -1: whole history
+  float temperature = 0.8f;     // <= 0: greedy
+  int top_k = 40;               // <= 0: whole vocabulary
+  float top_p = 0.95f;          // 1: off
+  float min_p = 0.05f;          // 0: off
+  float typical_p = 1.0f;       // 1: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int repeat_last_n = 64;       // 0: off, -1: whole history
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits (-inf bans a token)
-  int n_probs = 0;            // report the n most probable tokens of each step
+  int n_probs = 0;                                    // report the n most probable tokens of each step
 };
 
 struct TokenProb {

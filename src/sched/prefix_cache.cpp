@@ -29,13 +29,11 @@ uint64_t PrefixCache::chain_hash(uint64_t parent, std::span<const int32_t> block
   return h;
 }
 
-PrefixCache::Entry* PrefixCache::find(uint64_t parent, uint64_t hash,
-                                      std::span<const int32_t> block_tokens) {
+PrefixCache::Entry* PrefixCache::find(uint64_t parent, uint64_t hash, std::span<const int32_t> block_tokens) {
   auto it = map_.find(hash);
   if (it == map_.end()) return nullptr;
   Entry& e = it->second;
-  if (e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), block_tokens.begin(),
-                                        block_tokens.end())) {
+  if (e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), block_tokens.begin(), block_tokens.end())) {
     return nullptr;  // a hash collision: never share a block with other contents
   }
   return &e;
@@ -46,8 +44,8 @@ void PrefixCache::touch(Entry& e, uint64_t hash) {
   e.lru_it = lru_.insert(lru_.end(), hash);
 }
 
-void PrefixCache::acquire_prefix(std::span<const int32_t> tokens, int max_blocks,
-                                 std::vector<int32_t>* ids, std::vector<uint64_t>* hashes) {
+void PrefixCache::acquire_prefix(std::span<const int32_t> tokens, int max_blocks, std::vector<int32_t>* ids,
+                                 std::vector<uint64_t>* hashes) {
   const int bs = kv_.block_size();
   uint64_t parent = 0;
   for (int ib = 0; ib < max_blocks && (ib + 1) * bs <= static_cast<int>(tokens.size()); ++ib) {
@@ -63,8 +61,7 @@ void PrefixCache::acquire_prefix(std::span<const int32_t> tokens, int max_blocks
   }
 }
 
-bool PrefixCache::insert(uint64_t parent, uint64_t hash, std::span<const int32_t> block_tokens,
-                         int32_t block_id) {
+bool PrefixCache::insert(uint64_t parent, uint64_t hash, std::span<const int32_t> block_tokens, int32_t block_id) {
   if (map_.count(hash)) return false;
   Entry e{.block_id = block_id,
           .parent = parent,

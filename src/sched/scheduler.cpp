@@ -101,11 +101,8 @@ bool Scheduler::try_reserve(Req& r, int n_tokens, bool may_preempt) {
 
 void Scheduler::grant(Req& r, int n, StepPlan* plan, int* budget) {
   const int remaining = static_cast<int>(r.tokens.size()) - r.n_computed;
-  plan->grants.push_back({.req_id = r.id,
-                          .seq_id = r.seq_id,
-                          .pos0 = r.n_computed,
-                          .n_tokens = n,
-                          .wants_logits = n == remaining});
+  plan->grants.push_back(
+      {.req_id = r.id, .seq_id = r.seq_id, .pos0 = r.n_computed, .n_tokens = n, .wants_logits = n == remaining});
   plan->n_tokens += n;
   *budget -= n;
   r.granted_step = step_;

@@ -28,17 +28,17 @@
 namespace ds {
 
 struct SchedOptions {
-  int n_slots = 4;          // sequences running at once (--parallel)
-  int batch_tokens = 512;   // token budget per step (--batch-tokens)
-  int max_queue = 64;       // waiting requests beyond which submit() refuses (--max-queue)
-  int n_ctx = 4096;         // most tokens one sequence may hold
+  int n_slots = 4;         // sequences running at once (--parallel)
+  int batch_tokens = 512;  // token budget per step (--batch-tokens)
+  int max_queue = 64;      // waiting requests beyond which submit() refuses (--max-queue)
+  int n_ctx = 4096;        // most tokens one sequence may hold
   bool prefix_cache = true;
 };
 
 struct Grant {
   int64_t req_id = 0;
   int32_t seq_id = 0;
-  int32_t pos0 = 0;         // first position of the chunk (== n_computed before the step)
+  int32_t pos0 = 0;  // first position of the chunk (== n_computed before the step)
   int32_t n_tokens = 0;
   bool wants_logits = false;  // the chunk ends the request's token list: sample after it
 };
@@ -56,10 +56,10 @@ enum class SubmitResult { ok, queue_full, too_long, duplicate };
 
 struct RequestView {
   int64_t id = 0;
-  int32_t seq_id = -1;      // -1 while waiting
+  int32_t seq_id = -1;  // -1 while waiting
   int n_prompt = 0;
   int n_computed = 0;
-  int n_cached = 0;         // prompt tokens taken from the prefix cache at the last admission
+  int n_cached = 0;  // prompt tokens taken from the prefix cache at the last admission
   int n_preemptions = 0;
   std::span<const int32_t> tokens;
 };
@@ -105,11 +105,11 @@ class Scheduler {
     int n_cached = 0;
     int n_preemptions = 0;
     bool use_cache = true;
-    int n_blocks = 0;                    // KV blocks the sequence holds
-    std::vector<uint64_t> chain;         // hash of each leading full block (prefix-cache keys)
-    std::vector<uint64_t> used;          // prefix-cache entries this request marks in use
-    int64_t granted_step = -1;           // the step that last granted it tokens
-    bool stalled = false;                // out of memory and alone: reported, not granted
+    int n_blocks = 0;             // KV blocks the sequence holds
+    std::vector<uint64_t> chain;  // hash of each leading full block (prefix-cache keys)
+    std::vector<uint64_t> used;   // prefix-cache entries this request marks in use
+    int64_t granted_step = -1;    // the step that last granted it tokens
+    bool stalled = false;         // out of memory and alone: reported, not granted
   };
 
   int blocks_for(int n_tokens) const;

@@ -20,11 +20,11 @@
 namespace ds {
 
 struct HttpRequest {
-  std::string method;                          // GET, POST, ...
+  std::string method;  // GET, POST, ...
   std::string path;
   std::map<std::string, std::string> headers;  // lowercase names
   std::string body;
-  std::function<bool()> alive;                 // false once the client hung up
+  std::function<bool()> alive;  // false once the client hung up
 };
 
 struct StreamSink {
@@ -41,13 +41,13 @@ struct HttpResponse {
 };
 
 struct ApiOptions {
-  std::string api_key;          // empty: no authentication
-  std::string model_alias;      // the model id reported by /v1/models and responses
-  int n_ctx = 4096;             // per-sequence context (for props and validation)
+  std::string api_key;      // empty: no authentication
+  std::string model_alias;  // the model id reported by /v1/models and responses
+  int n_ctx = 4096;         // per-sequence context (for props and validation)
   int n_parallel = 4;
-  int retry_after_s = 1;        // Retry-After on 503
+  int retry_after_s = 1;  // Retry-After on 503
   size_t max_body_bytes = 8u << 20;
-  std::string chat_template;    // --chat-template override (for /props)
+  std::string chat_template;  // --chat-template override (for /props)
   std::string build_info = "ds-server";
 };
 

@@ -14,12 +14,18 @@ namespace ds {
 
 std::string_view error_type_for(int status) {
   switch (status) {
-    case 401: return "authentication_error";
-    case 404: return "not_found_error";
-    case 413: return "invalid_request_error";
-    case 501: return "not_supported_error";
-    case 503: return "unavailable_error";
-    default: return status >= 500 ? "server_error" : "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "invalid_request_error";
+    case 501:
+      return "not_supported_error";
+    case 503:
+      return "unavailable_error";
+    default:
+      return status >= 500 ? "server_error" : "invalid_request_error";
   }
 }
 
@@ -29,7 +35,9 @@ HttpResponse error_response(int status, std::string_view message, std::string_vi
 
 namespace api {
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 HttpResponse json_response(const json& body, int status) {
   HttpResponse r;
@@ -40,8 +48,8 @@ HttpResponse json_response(const json& body, int status) {
 
 HttpResponse make_error(const ApiError& e, int retry_after_s) {
   json body = {{"code", e.status},
-              {"message", e.message},
-              {"type", e.type.empty() ? std::string(error_type_for(e.status)) : e.type}};
+               {"message", e.message},
+               {"type", e.type.empty() ? std::string(error_type_for(e.status)) : e.type}};
   for (auto& [k, v] : e.extra.items()) body[k] = v;
   HttpResponse r = json_response({{"error", std::move(body)}}, e.status);
   if (e.status == 503) r.headers.push_back({"Retry-After", std::to_string(retry_after_s)});
@@ -129,28 +137,36 @@ static std::optional<ApiError> parse_stop(const json& j, std::vector<std::string
 static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, SamplingParams* sp) {
   auto it = j.find("logit_bias");
   if (it == j.end() || it->is_null()) return std::nullopt;
-  const std::string expected = "[[token_id, bias|false], ...] or {\"token_id\": bias} with ids below " +
-                               std::to_string(n_vocab);
+  const std::string expected =
+      "[[token_id, bias|false], ...] or {\"token_id\": bias} with ids below " + std::to_string(n_vocab);
   auto add = [&](const json& id, const json& bias) -> bool {
     int64_t tok = -1;
-    if (id.is_number_integer()) tok = id.get<int64_t>();
+    if (id.is_number_integer())
+      tok = id.get<int64_t>();
     else if (id.is_string()) {
       try {
         size_t used = 0;
         tok = std::stoll(id.get<std::string>(), &used);
         if (used != id.get<std::string>().size()) return false;
-      } catch (...) { return false; }
-    } else return false;
+      } catch (...) {
+        return false;
+      }
+    } else
+      return false;
     if (tok < 0 || tok >= n_vocab) return false;
     float b;
-    if (bias.is_boolean() && !bias.get<bool>()) b = -INFINITY;
-    else if (bias.is_number() && std::isfinite(bias.get<double>())) b = bias.get<float>();
-    else return false;
+    if (bias.is_boolean() && !bias.get<bool>())
+      b = -INFINITY;
+    else if (bias.is_number() && std::isfinite(bias.get<double>()))
+      b = bias.get<float>();
+    else
+      return false;
     sp->logit_bias.push_back({static_cast<int32_t>(tok), b});
     return true;
   };
   if (it->is_object()) {
-    for (auto& [k, v] : it->items()) if (!add(json(k), v)) return field_error("logit_bias", expected, *it);
+    for (auto& [k, v] : it->items())
+      if (!add(json(k), v)) return field_error("logit_bias", expected, *it);
   } else if (it->is_array()) {
     for (const auto& e : *it) {
       if (!e.is_array() || e.size() != 2 || !add(e[0], e[1])) return field_error("logit_bias", expected, *it);
@@ -218,9 +234,8 @@ std::optional<ApiError> parse_prompt(const json& p, const TextCodec& codec, std:
       } else if (x.is_number_integer()) {
         const int64_t id = x.get<int64_t>();
         if (id < 0 || id >= codec.n_vocab()) {
-          return err(400, "\"prompt\": token id " + std::to_string(id) + " at index " +
-                                     std::to_string(i) + " is outside the vocabulary [0, " +
-                                     std::to_string(codec.n_vocab()) + ")");
+          return err(400, "\"prompt\": token id " + std::to_string(id) + " at index " + std::to_string(i) +
+                              " is outside the vocabulary [0, " + std::to_string(codec.n_vocab()) + ")");
         }
         out->push_back(static_cast<int32_t>(id));
       } else if (x.is_array()) {
@@ -239,9 +254,10 @@ std::optional<ApiError> parse_prompt(const json& p, const TextCodec& codec, std:
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt) {
   const int n_ctx = ctx.loop ? ctx.loop->sched_options().n_ctx : ctx.opts.n_ctx;
   if (n_prompt < static_cast<size_t>(n_ctx)) return std::nullopt;
-  return err(400, "the request exceeds the available context size: the prompt has " +
-                             std::to_string(n_prompt) + " tokens, the context holds " +
-                             std::to_string(n_ctx) + " (try a shorter prompt)", "exceed_context_size_error", {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}});
+  return err(400,
+             "the request exceeds the available context size: the prompt has " + std::to_string(n_prompt) +
+                 " tokens, the context holds " + std::to_string(n_ctx) + " (try a shorter prompt)",
+             "exceed_context_size_error", {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}});
 }
 
 std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out) {
@@ -249,7 +265,9 @@ std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_pt
   if (auto e = check_context(ctx, n_prompt)) return e;
   SubmitOutcome o = ctx.loop->submit(std::move(gen));
   switch (o.code) {
-    case SubmitCode::ok: *out = o.stream; return std::nullopt;
+    case SubmitCode::ok:
+      *out = o.stream;
+      return std::nullopt;
     case SubmitCode::queue_full:
       ctx.counters.rejected_busy++;
       return err(503, "the server is busy: the request queue is full, retry later");
@@ -257,11 +275,12 @@ std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_pt
       return err(503, "the server is shutting down");
     case SubmitCode::invalid_token:
       return err(400, "\"prompt\" holds a token id outside the vocabulary");
-    case SubmitCode::too_long: break;
+    case SubmitCode::too_long:
+      break;
   }
   ApiError e = *check_context(ctx, std::numeric_limits<int32_t>::max());
-  e.message = "the request exceeds the available context size: the prompt of " +
-              std::to_string(n_prompt) + " tokens does not fit the KV cache";
+  e.message = "the request exceeds the available context size: the prompt of " + std::to_string(n_prompt) +
+              " tokens does not fit the KV cache";
   return e;
 }
 
@@ -282,8 +301,10 @@ static json probs_json(const ServerContext& ctx, const GenEvent& ev) {
   json top = json::array();
   double chosen = -1;
   for (const TokenProb& p : ev.probs) {
-    top.push_back({{"id", p.token}, {"token", utf8_sanitize(ctx.codec->token_bytes(p.token))},
-                   {"prob", p.prob}, {"logprob", p.prob > 0 ? std::log(p.prob) : -1e30}});
+    top.push_back({{"id", p.token},
+                   {"token", utf8_sanitize(ctx.codec->token_bytes(p.token))},
+                   {"prob", p.prob},
+                   {"logprob", p.prob > 0 ? std::log(p.prob) : -1e30}});
     if (p.token == ev.token) chosen = p.prob;
   }
   return {{"id", ev.token},
@@ -292,81 +313,111 @@ static json probs_json(const ServerContext& ctx, const GenEvent& ev) {
           {"top_probs", top}};
 }
 
-GenResult run_generation(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
-                         const std::function<bool()>& alive,
-                         const std::function<bool(const Piece&)>& on_piece) {
-  GenResult r;
-  StopTextStream text(req.stop);
-  Piece piece;
-  auto emit = [&](std::string s) {
-    piece.text += s;
-    if (piece.text.empty() || !on_piece) return;
-    if (!on_piece(piece)) {
-      r.client_gone = true;
-      stream.cancel();
+namespace {
+
+// Turns GenStream events into text pieces (stop strings and UTF-8 applied) and a result.
+class GenerationReader {
+ public:
+  GenerationReader(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
+                   const std::function<bool(const Piece&)>& on_piece)
+      : ctx_(ctx), stream_(stream), req_(req), on_piece_(on_piece), text_(req.stop) {}
+
+  // Returns false when the generation is over (ended, stopped, or the client is gone).
+  bool on_event(GenEvent& ev, const std::function<bool()>& alive) {
+    r_.stats = ev.stats;
+    piece_.stats = ev.stats;
+    if (ev.done) return on_done(ev), false;
+    r_.tokens.push_back(ev.token);
+    piece_.tokens.push_back(ev.token);
+    if (req_.gen.sampling.n_probs > 0) {
+      json p = probs_json(ctx_, ev);
+      r_.probs.push_back(p);
+      piece_.probs.push_back(std::move(p));
     }
-    piece = Piece{};
-  };
-  while (!r.client_gone) {
+    std::string out = text_.push(ctx_.codec->token_text(ev.token));
+    r_.content += out;
+    if (text_.stopped()) {
+      r_.stop_type = "word";
+      r_.stopping_word = text_.stop_word();
+      stream_.cancel();  // the loop frees the request at its next step
+      emit(std::move(out));
+      return false;
+    }
+    if (alive && !alive()) return client_gone(), false;
+    emit(std::move(out));
+    return !r_.client_gone;
+  }
+  void client_gone() {
+    r_.client_gone = true;
+    stream_.cancel();
+  }
+  GenResult& result() { return r_; }
+
+ private:
+  void on_done(const GenEvent& ev) {
+    if (ev.reason == StopReason::error) {
+      r_.error = err(500, "generation failed: " + ev.error, "server_error");
+      return;
+    }
+    if (ev.reason == StopReason::cancelled) r_.client_gone = true;
+    r_.stop_type = ev.reason == StopReason::eos ? "eos" : ev.reason == StopReason::limit ? "limit" : "none";
+    std::string rest = text_.flush();
+    r_.content += rest;
+    emit(std::move(rest));
+  }
+  void emit(std::string s) {
+    piece_.text += s;
+    if (piece_.text.empty() || !on_piece_) return;  // tokens wait for text to go with
+    if (!on_piece_(piece_)) client_gone();
+    piece_ = Piece{};
+  }
+
+  ServerContext& ctx_;
+  GenStream& stream_;
+  const CompletionRequest& req_;
+  const std::function<bool(const Piece&)>& on_piece_;
+  StopTextStream text_;
+  GenResult r_;
+  Piece piece_;
+};
+
+}  // namespace
+
+GenResult run_generation(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
+                         const std::function<bool()>& alive, const std::function<bool(const Piece&)>& on_piece) {
+  GenerationReader reader(ctx, stream, req, on_piece);
+  while (true) {
     GenEvent ev;
     if (!stream.next(&ev, std::chrono::milliseconds(50))) {
-      if (alive && !alive()) r.client_gone = true, stream.cancel();
-      continue;
-    }
-    r.stats = ev.stats;
-    if (ev.done) {
-      if (ev.reason == StopReason::error) {
-        r.error = err(500, "generation failed: " + ev.error, "server_error");
+      if (alive && !alive()) {
+        reader.client_gone();
         break;
       }
-      if (ev.reason == StopReason::cancelled && !text.stopped()) r.client_gone = true;
-      r.stop_type = ev.reason == StopReason::eos ? "eos" : ev.reason == StopReason::limit ? "limit" : "none";
-      std::string rest = text.flush();
-      r.content += rest;
-      piece.stats = r.stats;
-      emit(std::move(rest));
-      break;
+      continue;
     }
-    if (text.stopped()) continue;  // tokens computed after the stop string: dropped
-    r.tokens.push_back(ev.token);
-    piece.tokens.push_back(ev.token);
-    if (req.gen.sampling.n_probs > 0) {
-      json p = probs_json(ctx, ev);
-      r.probs.push_back(p);
-      piece.probs.push_back(std::move(p));
-    }
-    std::string out = text.push(ctx.codec->token_text(ev.token));
-    r.content += out;
-    piece.stats = r.stats;
-    if (text.stopped()) {
-      r.stop_type = "word";
-      r.stopping_word = text.stop_word();
-      stream.cancel();
-      emit(std::move(out));
-      break;
-    }
-    if (alive && !alive()) {
-      r.client_gone = true;
-      stream.cancel();
-      break;
-    }
-    emit(std::move(out));
+    if (!reader.on_event(ev, alive)) break;
   }
+  GenResult& r = reader.result();
   if (r.client_gone) ctx.counters.client_disconnects++;
-  return r;
+  return std::move(r);
 }
 
 void log_request(const ServerContext& ctx, std::string_view route, int64_t id, const GenResult& r) {
   const GenStats& s = r.stats;
   const double tps = s.predicted_ms > 0 ? 1000.0 * std::max(0, s.n_generated - 1) / s.predicted_ms : 0.0;
   const std::string outcome = r.error ? "error" : r.client_gone ? "disconnected" : r.stop_type;
-  spdlog::info("request id={} route={} prompt_tokens={} cached_tokens={} generated_tokens={} "
-               "ttft_ms={:.1f} prompt_ms={:.1f} decode_tok_per_s={:.2f} stop={}",
-               id, route, s.n_prompt, s.n_cached, s.n_generated, s.ttft_ms, s.prompt_ms, tps, outcome);
+  spdlog::info(
+      "request id={} route={} prompt_tokens={} cached_tokens={} generated_tokens={} "
+      "ttft_ms={:.1f} prompt_ms={:.1f} decode_tok_per_s={:.2f} stop={}",
+      id, route, s.n_prompt, s.n_cached, s.n_generated, s.ttft_ms, s.prompt_ms, tps, outcome);
 }
 
-std::string sse_data(const json& j) { return "data: " + dump(j) + "\n\n"; }
-std::string sse_done() { return "data: [DONE]\n\n"; }
+std::string sse_data(const json& j) {
+  return "data: " + dump(j) + "\n\n";
+}
+std::string sse_done() {
+  return "data: [DONE]\n\n";
+}
 
 }  // namespace api
 }  // namespace ds

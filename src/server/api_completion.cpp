@@ -29,8 +29,8 @@ static json generation_settings(const ServerContext& ctx, const CompletionReques
           {"cache_prompt", r.gen.cache_prompt}};
 }
 
-static json final_object(const ServerContext& ctx, const CompletionRequest& r, const GenResult& g,
-                         int64_t id, bool streaming) {
+static json final_object(const ServerContext& ctx, const CompletionRequest& r, const GenResult& g, int64_t id,
+                         bool streaming) {
   json j = {{"index", 0},
             {"id", id},
             {"content", streaming ? std::string() : g.content},
@@ -85,9 +85,8 @@ HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
   HttpResponse resp;
   resp.content_type = "text/event-stream";
   resp.stream = [&ctx, r, stream, id](StreamSink& sink) {
-    GenResult g = run_generation(ctx, *stream, *r, sink.alive, [&](const Piece& p) {
-      return sink.write(sse_data(partial_object(*r, p, id)));
-    });
+    GenResult g = run_generation(ctx, *stream, *r, sink.alive,
+                                 [&](const Piece& p) { return sink.write(sse_data(partial_object(*r, p, id))); });
     log_request(ctx, "/completion", id, g);
     if (g.client_gone) return;
     if (g.error) {
@@ -136,8 +135,9 @@ HttpResponse route_detokenize(ServerContext& ctx, const HttpRequest& req) {
   std::string text;
   for (const auto& t : *it) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.codec->n_vocab()) {
-      return make_error(err(400, "\"tokens\" must hold ids in [0, " + std::to_string(ctx.codec->n_vocab()) +
-                                    ") (got " + dump(t) + ")"), 1);
+      return make_error(err(400, "\"tokens\" must hold ids in [0, " + std::to_string(ctx.codec->n_vocab()) + ") (got " +
+                                     dump(t) + ")"),
+                        1);
     }
     text += ctx.codec->token_bytes(static_cast<int32_t>(t.get<int64_t>()));
   }

@@ -3,7 +3,6 @@
 // generation runner that turns a GenStream into text pieces with stop strings applied.
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +16,7 @@ using json = nlohmann::ordered_json;
 struct ApiError {
   int status = 400;
   std::string message;
-  std::string type;  // "" -> error_type_for(status)
+  std::string type;             // "" -> error_type_for(status)
   json extra = json::object();  // merged into the error object (e.g. n_prompt_tokens)
 };
 
@@ -56,8 +55,7 @@ struct CompletionRequest {
 // Sampling and limits shared by all generation routes (llama.cpp names, OpenAI aliases).
 std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
 // prompt: a string, token ids, or a mixed array of both.
-std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec,
-                                     std::vector<int32_t>* out);
+std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec, std::vector<int32_t>* out);
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);
 
 // Submits to the loop; on failure returns the HTTP error (503 busy, 400 too long, ...).
@@ -71,7 +69,7 @@ struct GenResult {
   GenStats stats;
   bool client_gone = false;
   std::optional<ApiError> error;
-  json probs = json::array();      // completion_probabilities when n_probs > 0
+  json probs = json::array();  // completion_probabilities when n_probs > 0
 };
 
 struct Piece {
@@ -85,8 +83,7 @@ struct Piece {
 // with the tokens that produced it and returns false when the client is gone; alive() is
 // polled while waiting. Cancels the request on a stop string or a lost client.
 GenResult run_generation(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
-                         const std::function<bool()>& alive,
-                         const std::function<bool(const Piece&)>& on_piece);
+                         const std::function<bool()>& alive, const std::function<bool(const Piece&)>& on_piece);
 
 json timings_json(const GenStats& s);
 void log_request(const ServerContext& ctx, std::string_view route, int64_t id, const GenResult& r);

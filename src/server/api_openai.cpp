@@ -10,8 +10,7 @@
 namespace ds::api {
 
 static int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 static const char* finish_reason(const GenResult& g) {
@@ -67,9 +66,13 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   const std::string id = "cmpl-" + std::to_string(stream->id());
   const int64_t created = unix_now();
   auto chunk = [&ctx, id, created](const std::string& text, const char* finish) {
-    return json{{"id", id}, {"object", "text_completion"}, {"created", created},
+    return json{{"id", id},
+                {"object", "text_completion"},
+                {"created", created},
                 {"model", ctx.opts.model_alias},
-                {"choices", json::array({{{"text", text}, {"index", 0}, {"logprobs", nullptr},
+                {"choices", json::array({{{"text", text},
+                                          {"index", 0},
+                                          {"logprobs", nullptr},
                                           {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
   };
   if (!r->stream) {
@@ -85,9 +88,8 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   HttpResponse resp;
   resp.content_type = "text/event-stream";
   resp.stream = [&ctx, r, stream, chunk](StreamSink& sink) {
-    GenResult g = run_generation(ctx, *stream, *r, sink.alive, [&](const Piece& p) {
-      return sink.write(sse_data(chunk(p.text, nullptr)));
-    });
+    GenResult g = run_generation(ctx, *stream, *r, sink.alive,
+                                 [&](const Piece& p) { return sink.write(sse_data(chunk(p.text, nullptr))); });
     log_request(ctx, "/v1/completions", stream->id(), g);
     if (g.client_gone) return;
     if (g.error) {
@@ -134,6 +136,83 @@ static std::optional<ApiError> parse_messages(const json& body, std::vector<ApiC
   return std::nullopt;
 }
 
+namespace {
+
+struct ChatCall {
+  std::shared_ptr<CompletionRequest> req;
+  std::shared_ptr<GenStream> stream;
+  std::shared_ptr<ReasoningFilter> filter;  // null: the chat format has no reasoning
+  std::string id;
+  int64_t created = 0;
+
+  json head(const ServerContext& ctx, const char* object) const {
+    return {{"id", id}, {"object", object}, {"created", created}, {"model", ctx.opts.model_alias}};
+  }
+};
+
+HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpRequest& http) {
+  GenResult g = run_generation(ctx, *call.stream, *call.req, http.alive, {});
+  log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
+  if (g.error) return make_error(*g.error, 1);
+  ctx.counters.completions_ok++;
+  json msg = {{"role", "assistant"}, {"content", g.content}};
+  if (call.filter) {
+    ReasoningFilter::Delta d = call.filter->push(g.content), f = call.filter->flush();
+    msg["content"] = d.content + f.content;
+    const std::string reasoning = d.reasoning + f.reasoning;
+    if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
+  }
+  json j = call.head(ctx, "chat.completion");
+  j["choices"] =
+      json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", finish_reason(g)}}});
+  j["usage"] = usage_json(g);
+  j["timings"] = timings_json(g.stats);
+  return json_response(j);
+}
+
+void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
+  auto chunk = [&](json delta, const char* finish) {
+    json j = call.head(ctx, "chat.completion.chunk");
+    j["choices"] = json::array({{{"index", 0},
+                                 {"delta", std::move(delta)},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", finish ? json(finish) : json(nullptr)}}});
+    return j;
+  };
+  // The reasoning splitter may cut text anywhere: re-join UTF-8 characters per field.
+  StopTextStream utf8_reasoning({}), utf8_content({});
+  auto send_delta = [&](const ReasoningFilter::Delta& d, bool last = false) {
+    const std::string reasoning = utf8_reasoning.push(d.reasoning) + (last ? utf8_reasoning.flush() : "");
+    const std::string content = utf8_content.push(d.content) + (last ? utf8_content.flush() : "");
+    bool ok = true;
+    if (!reasoning.empty()) ok = sink.write(sse_data(chunk({{"reasoning_content", reasoning}}, nullptr)));
+    if (ok && !content.empty()) ok = sink.write(sse_data(chunk({{"content", content}}, nullptr)));
+    return ok;
+  };
+  if (!sink.write(sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)))) {
+    call.stream->cancel();
+    return;
+  }
+  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive, [&](const Piece& p) {
+    return send_delta(call.filter ? call.filter->push(p.text)
+                                  : ReasoningFilter::Delta{.reasoning = {}, .content = p.text});
+  });
+  log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
+  if (g.client_gone) return;
+  if (g.error) {
+    sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
+    return;
+  }
+  send_delta(call.filter ? call.filter->flush() : ReasoningFilter::Delta{}, true);
+  ctx.counters.completions_ok++;
+  json last = chunk(json::object(), finish_reason(g));
+  if (call.req->include_usage) last["usage"] = usage_json(g);
+  sink.write(sse_data(last));
+  sink.write(sse_done());
+}
+
+}  // namespace
+
 HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   json body;
   if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
@@ -141,88 +220,28 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_messages(body, &msgs)) return make_error(*e, 1);
   auto text = ctx.codec->render_chat(msgs, true);
   if (!text.is_ok()) return make_error(err(400, "\"messages\": " + text.message()), 1);
-  auto r = std::make_shared<CompletionRequest>();
+  ChatCall call;
+  call.req = std::make_shared<CompletionRequest>();
   auto ids = ctx.codec->encode(*text, false, true);
   if (!ids.is_ok()) return make_error(err(400, "\"messages\": " + ids.message()), 1);
-  r->gen.prompt = std::move(*ids);
-  if (auto e = parse_openai_common(body, ctx, r.get())) return make_error(*e, 1);
-  std::shared_ptr<GenStream> stream;
-  if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
-  const std::string id = "chatcmpl-" + std::to_string(stream->id());
-  const int64_t created = unix_now();
-  auto head = [&ctx, id, created]() {
-    return json{{"id", id}, {"created", created}, {"model", ctx.opts.model_alias}};
-  };
-  std::shared_ptr<ReasoningFilter> filter = ctx.codec->reasoning_filter();
-  if (!r->stream) {
-    GenResult g = run_generation(ctx, *stream, *r, req.alive, {});
-    log_request(ctx, "/v1/chat/completions", stream->id(), g);
-    if (g.error) return make_error(*g.error, 1);
-    ctx.counters.completions_ok++;
-    json msg = {{"role", "assistant"}, {"content", g.content}};
-    if (filter) {
-      ReasoningFilter::Delta d = filter->push(g.content), f = filter->flush();
-      msg["content"] = d.content + f.content;
-      const std::string reasoning = d.reasoning + f.reasoning;
-      if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
-    }
-    json j = head();
-    j["object"] = "chat.completion";
-    j["choices"] = json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr},
-                                 {"finish_reason", finish_reason(g)}}});
-    j["usage"] = usage_json(g);
-    j["timings"] = timings_json(g.stats);
-    return json_response(j);
-  }
+  call.req->gen.prompt = std::move(*ids);
+  if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
+  if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
+  call.id = "chatcmpl-" + std::to_string(call.stream->id());
+  call.created = unix_now();
+  call.filter = ctx.codec->reasoning_filter();
+  if (!call.req->stream) return chat_response(ctx, call, req);
   HttpResponse resp;
   resp.content_type = "text/event-stream";
-  resp.stream = [&ctx, r, stream, head, filter](StreamSink& sink) {
-    auto chunk = [&](json delta, const char* finish) {
-      json j = head();
-      j["object"] = "chat.completion.chunk";
-      j["choices"] = json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr},
-                                   {"finish_reason", finish ? json(finish) : json(nullptr)}}});
-      return j;
-    };
-    // The reasoning splitter may cut text anywhere: re-join UTF-8 characters per field.
-    StopTextStream utf8_reasoning({}), utf8_content({});
-    auto send_delta = [&](const ReasoningFilter::Delta& d, bool last = false) {
-      const std::string reasoning = utf8_reasoning.push(d.reasoning) + (last ? utf8_reasoning.flush() : "");
-      const std::string content = utf8_content.push(d.content) + (last ? utf8_content.flush() : "");
-      bool ok = true;
-      if (!reasoning.empty()) ok = sink.write(sse_data(chunk({{"reasoning_content", reasoning}}, nullptr)));
-      if (ok && !content.empty()) ok = sink.write(sse_data(chunk({{"content", content}}, nullptr)));
-      return ok;
-    };
-    if (!sink.write(sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)))) {
-      stream->cancel();
-      return;
-    }
-    GenResult g = run_generation(ctx, *stream, *r, sink.alive, [&](const Piece& p) {
-      return send_delta(filter ? filter->push(p.text) : ReasoningFilter::Delta{.reasoning = {}, .content = p.text});
-    });
-    log_request(ctx, "/v1/chat/completions", stream->id(), g);
-    if (g.client_gone) return;
-    if (g.error) {
-      sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
-      return;
-    }
-    send_delta(filter ? filter->flush() : ReasoningFilter::Delta{}, true);
-    ctx.counters.completions_ok++;
-    json last = chunk(json::object(), finish_reason(g));
-    if (r->include_usage) last["usage"] = usage_json(g);
-    sink.write(sse_data(last));
-    sink.write(sse_done());
-  };
+  resp.stream = [&ctx, call](StreamSink& sink) { chat_stream(ctx, call, sink); };
   return resp;
 }
 
 HttpResponse route_oai_models(ServerContext& ctx, const HttpRequest&) {
-  json model = {{"id", ctx.opts.model_alias}, {"object", "model"}, {"created", unix_now()},
-                {"owned_by", "ds-server"}};
+  json model = {{"id", ctx.opts.model_alias}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "ds-server"}};
   if (ctx.model) {
     model["meta"] = {{"n_vocab", ctx.model->n_vocab}, {"n_ctx_train", ctx.model->n_ctx_train},
-                     {"n_embd", ctx.model->n_embd}, {"n_params", ctx.model->n_params},
+                     {"n_embd", ctx.model->n_embd},   {"n_params", ctx.model->n_params},
                      {"size", ctx.model->file_bytes}, {"arch", ctx.model->arch}};
   }
   return json_response({{"object", "list"}, {"data", json::array({model})}});

@@ -37,10 +37,16 @@ static HttpResponse route_health(ServerContext& ctx, const HttpRequest&) {
 static HttpResponse route_props(ServerContext& ctx, const HttpRequest&) {
   const SchedOptions& so = ctx.loop->sched_options();
   SamplingParams d;
-  json settings = {{"n_ctx", so.n_ctx}, {"n_predict", -1}, {"temperature", d.temperature},
-                   {"top_k", d.top_k}, {"top_p", d.top_p}, {"min_p", d.min_p},
-                   {"typical_p", d.typical_p}, {"repeat_last_n", d.repeat_last_n},
-                   {"repeat_penalty", d.repeat_penalty}, {"model", ctx.opts.model_alias}};
+  json settings = {{"n_ctx", so.n_ctx},
+                   {"n_predict", -1},
+                   {"temperature", d.temperature},
+                   {"top_k", d.top_k},
+                   {"top_p", d.top_p},
+                   {"min_p", d.min_p},
+                   {"typical_p", d.typical_p},
+                   {"repeat_last_n", d.repeat_last_n},
+                   {"repeat_penalty", d.repeat_penalty},
+                   {"model", ctx.opts.model_alias}};
   return json_response({{"default_generation_settings", settings},
                         {"total_slots", so.n_slots},
                         {"model_path", ctx.opts.model_alias},
@@ -56,8 +62,7 @@ static HttpResponse route_slots(ServerContext& ctx, const HttpRequest&) {
   const SchedOptions& so = ctx.loop->sched_options();
   json slots = json::array();
   for (int s = 0; s < so.n_slots; ++s) {
-    auto it = std::find_if(st.slots.begin(), st.slots.end(),
-                           [s](const LoopStats::Slot& x) { return x.seq_id == s; });
+    auto it = std::find_if(st.slots.begin(), st.slots.end(), [s](const LoopStats::Slot& x) { return x.seq_id == s; });
     json j = {{"id", s}, {"n_ctx", so.n_ctx}, {"is_processing", it != st.slots.end()}};
     if (it != st.slots.end()) {
       j["id_task"] = it->request_id;
@@ -116,8 +121,8 @@ static HttpResponse dispatch(ServerContext& ctx, const HttpRequest& req) {
       return make_error(err(503, "Loading model"), ctx.opts.retry_after_s);
     }
     if (req.body.size() > ctx.opts.max_body_bytes) {
-      return make_error(err(413, "the request body is larger than " +
-                                                   std::to_string(ctx.opts.max_body_bytes) + " bytes"), 1);
+      return make_error(
+          err(413, "the request body is larger than " + std::to_string(ctx.opts.max_body_bytes) + " bytes"), 1);
     }
     return r.fn(ctx, req);
   }
@@ -138,8 +143,10 @@ HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
   } catch (const std::exception& e) {
     r = api::make_error(api::err(500, std::string("internal error: ") + e.what()), 1);
   }
-  if (r.status >= 500) ctx.counters.http_errors_5xx++;
-  else if (r.status >= 400) ctx.counters.http_errors_4xx++;
+  if (r.status >= 500)
+    ctx.counters.http_errors_5xx++;
+  else if (r.status >= 400)
+    ctx.counters.http_errors_4xx++;
   return r;
 }
 

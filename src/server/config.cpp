@@ -2,10 +2,9 @@
 // type, target and help line, so flags, the config file and --help cannot drift apart.
 #include "server/config.h"
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace ds {
@@ -13,8 +12,8 @@ namespace ds {
 namespace {
 
 struct Option {
-  const char* name;   // flag without "--"; config key (also with '_' for '-')
-  const char* arg;    // "N", "S", "" for switches
+  const char* name;  // flag without "--"; config key (also with '_' for '-')
+  const char* arg;   // "N", "S", "" for switches
   const char* help;
   std::function<Status(ServerConfig&, const std::string&)> set;
 };
@@ -29,8 +28,8 @@ Status to_int(const std::string& name, const std::string& v, int lo, int hi, int
     }
   } catch (...) {
   }
-  return Status::error("--" + name + " must be an integer in [" + std::to_string(lo) + ", " +
-                       std::to_string(hi) + "] (got '" + v + "')");
+  return Status::error("--" + name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                       "] (got '" + v + "')");
 }
 
 Status one_of(const std::string& name, const std::string& v, std::initializer_list<const char*> allowed,
@@ -46,10 +45,17 @@ Status one_of(const std::string& name, const std::string& v, std::initializer_li
   return Status::error("--" + name + " must be one of " + list + " (got '" + v + "')");
 }
 
-#define INT_OPT(NAME, FIELD, LO, HI, HELP) \
-  {NAME, "N", HELP, [](ServerConfig& c, const std::string& v) { return to_int(NAME, v, LO, HI, &c.FIELD); }}
-#define STR_OPT(NAME, FIELD, HELP) \
-  {NAME, "S", HELP, [](ServerConfig& c, const std::string& v) { c.FIELD = v; return Status::ok(); }}
+#define INT_OPT(NAME, FIELD, LO, HI, HELP)                                                                   \
+  {                                                                                                          \
+    NAME, "N", HELP, [](ServerConfig& c, const std::string& v) { return to_int(NAME, v, LO, HI, &c.FIELD); } \
+  }
+#define STR_OPT(NAME, FIELD, HELP)                               \
+  {                                                              \
+    NAME, "S", HELP, [](ServerConfig& c, const std::string& v) { \
+      c.FIELD = v;                                               \
+      return Status::ok();                                       \
+    }                                                            \
+  }
 
 const std::vector<Option>& options() {
   static const std::vector<Option> opts = {
@@ -58,22 +64,39 @@ const std::vector<Option>& options() {
       STR_OPT("host", host, "Address to listen on (default 127.0.0.1; 0.0.0.0 for all)."),
       INT_OPT("port", port, 0, 65535, "TCP port (default 8080; 0 picks a free one)."),
       INT_OPT("ctx-size", ctx_size, 16, 1 << 24, "Most tokens per sequence, prompt + output (default 4096)."),
-      INT_OPT("parallel", parallel, 1, 1024, "Sequences decoded at once; the KV cache holds ctx-size x parallel tokens (default 4)."),
+      INT_OPT("parallel", parallel, 1, 1024,
+              "Sequences decoded at once; the KV cache holds ctx-size x parallel tokens (default 4)."),
       INT_OPT("threads", threads, 0, 4096, "Compute threads (default 0: one per physical core)."),
       {"kv-type", "T", "KV cache type: f32|f16|bf16|q8_0 (default f16).",
-       [](ServerConfig& c, const std::string& v) { return one_of("kv-type", v, {"f32", "f16", "bf16", "q8_0"}, &c.kv_type); }},
+       [](ServerConfig& c, const std::string& v) {
+         return one_of("kv-type", v, {"f32", "f16", "bf16", "q8_0"}, &c.kv_type);
+       }},
       {"numa", "MODE", "NUMA placement: none|distribute|isolate (default none).",
-       [](ServerConfig& c, const std::string& v) { return one_of("numa", v, {"none", "distribute", "isolate"}, &c.numa); }},
-      STR_OPT("api-key", api_key, "Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health. Also read from $DS_API_KEY."),
+       [](ServerConfig& c, const std::string& v) {
+         return one_of("numa", v, {"none", "distribute", "isolate"}, &c.numa);
+       }},
+      STR_OPT("api-key", api_key,
+              "Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health. Also read "
+              "from $DS_API_KEY."),
       {"log-format", "F", "Log lines as text or json (default text).",
-       [](ServerConfig& c, const std::string& v) { return one_of("log-format", v, {"text", "json"}, &c.log_format); }},
-      INT_OPT("batch-tokens", batch_tokens, 1, 1 << 20, "Token budget of one engine step: decode tokens first, then prompt chunks (default 512)."),
-      INT_OPT("max-queue", max_queue, 0, 1 << 20, "Requests that may wait for a slot; beyond it requests get 503 (default 64)."),
-      STR_OPT("chat-template", chat_template, "Chat format instead of the model's: deepseek3, deepseek-r1, deepseek2, deepseek-coder, chatml."),
+       [](ServerConfig& c, const std::string& v) {
+         return one_of("log-format", v, {"text", "json"}, &c.log_format);
+       }},
+      INT_OPT("batch-tokens", batch_tokens, 1, 1 << 20,
+              "Token budget of one engine step: decode tokens first, then prompt chunks (default 512)."),
+      INT_OPT("max-queue", max_queue, 0, 1 << 20,
+              "Requests that may wait for a slot; beyond it requests get 503 (default 64)."),
+      STR_OPT("chat-template", chat_template,
+              "Chat format instead of the model's: deepseek3, deepseek-r1, deepseek2, deepseek-coder, chatml."),
       {"no-prefix-cache", "", "Do not share KV blocks between requests with the same prompt prefix.",
-       [](ServerConfig& c, const std::string& v) { c.prefix_cache = v == "false"; return Status::ok(); }},
-      INT_OPT("http-threads", http_threads, 0, 65536, "HTTP connections served at once (default parallel + max-queue + 8)."),
-      INT_OPT("grace", grace_s, 0, 86400, "Seconds in-flight requests may take after SIGTERM/SIGINT before they are cancelled (default 30)."),
+       [](ServerConfig& c, const std::string& v) {
+         c.prefix_cache = v == "false";
+         return Status::ok();
+       }},
+      INT_OPT("http-threads", http_threads, 0, 65536,
+              "HTTP connections served at once (default parallel + max-queue + 8)."),
+      INT_OPT("grace", grace_s, 0, 86400,
+              "Seconds in-flight requests may take after SIGTERM/SIGINT before they are cancelled (default 30)."),
       INT_OPT("max-body-kb", max_body_kb, 1, 1 << 20, "Largest request body in KiB; larger gets 413 (default 8192)."),
       INT_OPT("timeout", timeout_s, 1, 86400, "HTTP read/write timeout in seconds (default 600)."),
   };
@@ -104,15 +127,20 @@ Status load_config_file(const std::string& path, ServerConfig* cfg) {
     const Option* o = find_option(key);
     if (!o) return Status::error("config file " + path + ": unknown option \"" + key + "\" (see --help)");
     std::string v;
-    if (value.is_string()) v = value.get<std::string>();
-    else if (value.is_number_integer()) v = std::to_string(value.get<int64_t>());
-    else if (value.is_boolean() && !*o->arg) v = value.get<bool>() ? "true" : "false";
-    else return Status::error("config file " + path + ": \"" + key + "\" has the wrong type");
+    if (value.is_string())
+      v = value.get<std::string>();
+    else if (value.is_number_integer())
+      v = std::to_string(value.get<int64_t>());
+    else if (value.is_boolean() && !*o->arg)
+      v = value.get<bool>() ? "true" : "false";
+    else
+      return Status::error("config file " + path + ": \"" + key + "\" has the wrong type");
     if (!*o->arg && v != "true" && v != "false") {
       return Status::error("config file " + path + ": \"" + key + "\" must be true or false");
     }
     if (!*o->arg && v == "false") continue;
-    if (Status s = o->set(*cfg, *o->arg ? v : "true"); !s) return Status::error("config file " + path + ": " + s.message());
+    if (Status s = o->set(*cfg, *o->arg ? v : "true"); !s)
+      return Status::error("config file " + path + ": " + s.message());
   }
   return Status::ok();
 }

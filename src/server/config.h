@@ -11,7 +11,7 @@ namespace ds {
 
 struct ServerConfig {
   std::string model;
-  std::string alias;             // model id in responses (default: the file name)
+  std::string alias;  // model id in responses (default: the file name)
   std::string host = "127.0.0.1";
   int port = 8080;
   int ctx_size = 4096;
@@ -25,10 +25,10 @@ struct ServerConfig {
   int max_queue = 64;
   std::string chat_template;
   bool prefix_cache = true;
-  int http_threads = 0;          // 0: parallel + max_queue + 8
-  int grace_s = 30;              // SIGTERM: how long in-flight requests may take
+  int http_threads = 0;  // 0: parallel + max_queue + 8
+  int grace_s = 30;      // SIGTERM: how long in-flight requests may take
   int max_body_kb = 8192;
-  int timeout_s = 600;           // HTTP read/write timeout
+  int timeout_s = 600;  // HTTP read/write timeout
 };
 
 struct ParsedArgs {

@@ -48,8 +48,7 @@ class ConnectionWatch {
     socklen_t lp = sizeof(peer), ll = sizeof(local);
     if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &lp) != 0) return false;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return false;
-    return port_of(peer) == req.remote_port && port_of(local) == req.local_port &&
-           addr_of(peer) == req.remote_addr;
+    return port_of(peer) == req.remote_port && port_of(local) == req.local_port && addr_of(peer) == req.remote_addr;
   }
   static int port_of(const sockaddr_storage& a) {
     if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
@@ -102,10 +101,11 @@ struct HttpServer::Impl {
     auto stream = std::make_shared<std::function<void(StreamSink&)>>(std::move(resp.stream));
     hres.set_chunked_content_provider(resp.content_type, [stream, watch](size_t, httplib::DataSink& sink) {
       bool ok = true;
-      StreamSink s{.write = [&](std::string_view data) {
-                     ok = ok && sink.write(data.data(), data.size());
-                     return ok;
-                   },
+      StreamSink s{.write =
+                       [&](std::string_view data) {
+                         ok = ok && sink.write(data.data(), data.size());
+                         return ok;
+                       },
                    .alive = [&] { return ok && watch->alive(); }};
       (*stream)(s);
       sink.done();
@@ -117,8 +117,8 @@ struct HttpServer::Impl {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     // httplib's own refusals (413 payload too large, 400 malformed HTTP, ...).
     const std::string msg = res.status == 413 ? "the request body is too large" : "bad request";
-    res.set_content("{\"error\":{\"code\":" + std::to_string(res.status) + ",\"message\":\"" + msg +
-                        "\",\"type\":\"" + std::string(error_type_for(res.status)) + "\"}}",
+    res.set_content("{\"error\":{\"code\":" + std::to_string(res.status) + ",\"message\":\"" + msg + "\",\"type\":\"" +
+                        std::string(error_type_for(res.status)) + "\"}}",
                     "application/json; charset=utf-8");
     return httplib::Server::HandlerResponse::Handled;
   }
@@ -158,10 +158,16 @@ Status HttpServer::bind() {
   return Status::ok();
 }
 
-int HttpServer::port() const { return impl_->port; }
+int HttpServer::port() const {
+  return impl_->port;
+}
 
-void HttpServer::run() { impl_->svr.listen_after_bind(); }
+void HttpServer::run() {
+  impl_->svr.listen_after_bind();
+}
 
-void HttpServer::stop() { impl_->svr.stop(); }
+void HttpServer::stop() {
+  impl_->svr.stop();
+}
 
 }  // namespace ds

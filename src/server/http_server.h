@@ -13,8 +13,8 @@ namespace ds {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;          // 0: any free port (see HttpServer::port())
-  int n_threads = 16;       // connections served at once
+  int port = 8080;     // 0: any free port (see HttpServer::port())
+  int n_threads = 16;  // connections served at once
   size_t max_body_bytes = 8u << 20;
   int read_timeout_s = 30;
   int write_timeout_s = 30;
@@ -24,10 +24,10 @@ class HttpServer {
  public:
   HttpServer(ServerContext& ctx, HttpServerOptions opts);
   ~HttpServer();
-  Status bind();          // binds host:port; errors name them
-  int port() const;       // the bound port
-  void run();             // serves until stop(); returns after in-flight requests end
-  void stop();            // stops accepting; thread-safe, callable from a signal thread
+  Status bind();     // binds host:port; errors name them
+  int port() const;  // the bound port
+  void run();        // serves until stop(); returns after in-flight requests end
+  void stop();       // stops accepting; thread-safe, callable from a signal thread
 
  private:
   struct Impl;

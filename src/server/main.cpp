@@ -50,12 +50,33 @@ Result<Loaded> load(const ServerConfig& c) {
   if (!tmpl) return tmpl.status();
   l.codec = std::make_unique<TokenizerCodec>(l.engine->tokenizer(), std::move(*tmpl));
   LoopOptions lo;
-  lo.sched = {.n_slots = c.parallel, .batch_tokens = c.batch_tokens, .max_queue = c.max_queue,
-              .n_ctx = l.engine->n_ctx(), .prefix_cache = c.prefix_cache};
+  lo.sched = {.n_slots = c.parallel,
+              .batch_tokens = c.batch_tokens,
+              .max_queue = c.max_queue,
+              .n_ctx = l.engine->n_ctx(),
+              .prefix_cache = c.prefix_cache};
   const Tokenizer& tok = l.engine->tokenizer();
   lo.is_eog = [&tok](int32_t t) { return tok.is_eog(t); };
   l.loop = std::make_unique<EngineLoop>(*l.engine, std::move(lo));
   return l;
+}
+
+void init_context(const ServerConfig& cfg, ServerContext* ctx) {
+  ctx->opts.api_key = cfg.api_key;
+  ctx->opts.model_alias = cfg.alias.empty() ? std::filesystem::path(cfg.model).filename().string() : cfg.alias;
+  ctx->opts.n_ctx = cfg.ctx_size;
+  ctx->opts.n_parallel = cfg.parallel;
+  ctx->opts.max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024;
+  ctx->opts.chat_template = cfg.chat_template;
+}
+
+HttpServerOptions http_options(const ServerConfig& cfg) {
+  return {.host = cfg.host,
+          .port = cfg.port,
+          .n_threads = cfg.http_threads ? cfg.http_threads : cfg.parallel + cfg.max_queue + 8,
+          .max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024,
+          .read_timeout_s = cfg.timeout_s,
+          .write_timeout_s = cfg.timeout_s};
 }
 
 }  // namespace
@@ -80,29 +101,18 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   ServerContext ctx;
-  ctx.opts.api_key = cfg.api_key;
-  ctx.opts.model_alias = cfg.alias.empty() ? std::filesystem::path(cfg.model).filename().string() : cfg.alias;
-  ctx.opts.n_ctx = cfg.ctx_size;
-  ctx.opts.n_parallel = cfg.parallel;
-  ctx.opts.max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024;
-  ctx.opts.chat_template = cfg.chat_template;
-  const int http_threads = cfg.http_threads ? cfg.http_threads : cfg.parallel + cfg.max_queue + 8;
-  HttpServer http(ctx, {.host = cfg.host, .port = cfg.port, .n_threads = http_threads,
-                        .max_body_bytes = ctx.opts.max_body_bytes, .read_timeout_s = cfg.timeout_s,
-                        .write_timeout_s = cfg.timeout_s});
+  init_context(cfg, &ctx);
+  HttpServer http(ctx, http_options(cfg));
   if (Status st = http.bind(); !st) {
     spdlog::error("{}", st.message());
     return 1;
   }
   std::thread http_thread([&] { http.run(); });
   spdlog::info("listening on http://{}:{} (loading {})", cfg.host, http.port(), cfg.model);
-
-  std::atomic<bool> stopping{false};
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
     spdlog::info("received {}: stopping (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.grace_s);
-    stopping = true;
     http.stop();
   });
 

@@ -17,13 +17,18 @@ std::string metrics_text(const ServerContext& ctx) {
   std::ostringstream o;
   o.precision(10);
   metric(o, "ds_http_requests_total", "counter", "HTTP requests received.", c.http_requests.load());
-  metric(o, "ds_http_errors_4xx_total", "counter", "HTTP requests answered with a 4xx status.", c.http_errors_4xx.load());
-  metric(o, "ds_http_errors_5xx_total", "counter", "HTTP requests answered with a 5xx status.", c.http_errors_5xx.load());
+  metric(o, "ds_http_errors_4xx_total", "counter", "HTTP requests answered with a 4xx status.",
+         c.http_errors_4xx.load());
+  metric(o, "ds_http_errors_5xx_total", "counter", "HTTP requests answered with a 5xx status.",
+         c.http_errors_5xx.load());
   metric(o, "ds_requests_total", "counter", "Generation requests accepted.", s.requests_total);
   metric(o, "ds_requests_completed_total", "counter", "Generation requests completed.", c.completions_ok.load());
-  metric(o, "ds_requests_rejected_total", "counter", "Requests refused because the queue was full.", c.rejected_busy.load());
-  metric(o, "ds_client_disconnects_total", "counter", "Requests cancelled by a client that went away.", c.client_disconnects.load());
-  metric(o, "ds_prompt_tokens_total", "counter", "Prompt tokens computed (prefix-cache hits excluded).", s.tokens_prompt);
+  metric(o, "ds_requests_rejected_total", "counter", "Requests refused because the queue was full.",
+         c.rejected_busy.load());
+  metric(o, "ds_client_disconnects_total", "counter", "Requests cancelled by a client that went away.",
+         c.client_disconnects.load());
+  metric(o, "ds_prompt_tokens_total", "counter", "Prompt tokens computed (prefix-cache hits excluded).",
+         s.tokens_prompt);
   metric(o, "ds_prompt_tokens_cached_total", "counter", "Prompt tokens reused from the prefix cache.", s.tokens_cached);
   metric(o, "ds_generated_tokens_total", "counter", "Tokens generated.", s.tokens_generated);
   metric(o, "ds_prompt_seconds_total", "counter", "Step time spent on prompt tokens.", s.prompt_seconds);
@@ -44,8 +49,8 @@ std::string metrics_text(const ServerContext& ctx) {
   o << "# HELP ds_time_to_first_token_seconds Time from request arrival to its first token.\n"
     << "# TYPE ds_time_to_first_token_seconds histogram\n";
   for (size_t i = 0; i < s.ttft_bucket_bounds.size(); ++i) {
-    o << "ds_time_to_first_token_seconds_bucket{le=\"" << s.ttft_bucket_bounds[i] << "\"} "
-      << s.ttft_bucket_counts[i] << '\n';
+    o << "ds_time_to_first_token_seconds_bucket{le=\"" << s.ttft_bucket_bounds[i] << "\"} " << s.ttft_bucket_counts[i]
+      << '\n';
   }
   o << "ds_time_to_first_token_seconds_bucket{le=\"+Inf\"} " << s.ttft_bucket_counts.back() << '\n'
     << "ds_time_to_first_token_seconds_sum " << s.ttft_sum << '\n'

@@ -36,8 +36,7 @@ class TextCodec {
   virtual ~TextCodec() = default;
   // add_bos: the model's own BOS policy applies (text prompts); parse_special: control
   // tokens written in the text become tokens.
-  virtual Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos,
-                                              bool parse_special) const = 0;
+  virtual Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos, bool parse_special) const = 0;
   // The bytes a token adds to generated text ("" for control tokens such as BOS/EOS).
   virtual std::string token_text(int32_t id) const = 0;
   // The bytes of a token including control tokens (for /tokenize pieces, /detokenize).

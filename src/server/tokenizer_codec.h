@@ -15,7 +15,9 @@ class TokenizerCodec final : public TextCodec {
     return tok_.encode(text, add_bos, parse_special);
   }
   // Control tokens (BOS, EOS, ...) add no text to generated output.
-  std::string token_text(int32_t id) const override { return tok_.is_special(id) ? std::string() : tok_.token_bytes(id); }
+  std::string token_text(int32_t id) const override {
+    return tok_.is_special(id) ? std::string() : tok_.token_bytes(id);
+  }
   std::string token_bytes(int32_t id) const override { return tok_.token_bytes(id); }
   bool is_eog(int32_t id) const override { return tok_.is_eog(id); }
   int32_t n_vocab() const override { return tok_.n_vocab(); }

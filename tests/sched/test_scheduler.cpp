@@ -167,8 +167,7 @@ TEST(Scheduler, QueueBoundAndTooLong) {
 }
 
 TEST(Scheduler, CancelFreesBlocksAtOnce) {
-  Driver d(64, 16, {.n_slots = 4, .batch_tokens = 64, .max_queue = 8, .n_ctx = 256,
-                    .prefix_cache = false});
+  Driver d(64, 16, {.n_slots = 4, .batch_tokens = 64, .max_queue = 8, .n_ctx = 256, .prefix_cache = false});
   std::mt19937 rng(3);
   for (int64_t id = 1; id <= 6; ++id) d.submit(id, {random_tokens(rng, 40), 100});
   for (int i = 0; i < 4; ++i) d.step();
@@ -238,8 +237,7 @@ TEST(Scheduler, PrefixCacheEvictsLeastRecentlyUsed) {
 TEST(Scheduler, PreemptsWhenMemoryRunsOutAndRecomputes) {
   // 10 blocks of 8 tokens; three requests each growing to ~40 tokens (5 blocks) cannot all
   // stay: the newest is preempted and recomputed later, and every output stays exact.
-  Driver d(10, 8, {.n_slots = 3, .batch_tokens = 32, .max_queue = 8, .n_ctx = 128,
-                   .prefix_cache = false});
+  Driver d(10, 8, {.n_slots = 3, .batch_tokens = 32, .max_queue = 8, .n_ctx = 128, .prefix_cache = false});
   std::mt19937 rng(6);
   for (int64_t id = 1; id <= 3; ++id) d.submit(id, {random_tokens(rng, 12), 28});
   d.run();
@@ -266,8 +264,7 @@ TEST(Scheduler, PreemptionWithPrefixCacheStaysExact) {
 }
 
 TEST(Scheduler, AloneAndOutOfMemoryIsReported) {
-  Driver d(3, 8, {.n_slots = 1, .batch_tokens = 32, .max_queue = 8, .n_ctx = 128,
-                  .prefix_cache = false});
+  Driver d(3, 8, {.n_slots = 1, .batch_tokens = 32, .max_queue = 8, .n_ctx = 128, .prefix_cache = false});
   d.submit(1, {std::vector<int32_t>(10, 3), 100});
   d.run();
   ASSERT_EQ(d.oom.size(), 1u);

@@ -16,7 +16,9 @@ FakeEngine::FakeEngine(FakeEngineOptions o)
   info_.eos = kFakeEos;
 }
 
-const Tokenizer& FakeEngine::tokenizer() const { std::abort(); }
+const Tokenizer& FakeEngine::tokenizer() const {
+  std::abort();
+}
 
 int FakeEngine::kv_blocks_free() const {
   std::lock_guard lk(mu_);
@@ -78,18 +80,25 @@ void FakeEngine::model_logits(std::span<const int32_t> history, int eos_percent,
   for (int i = 0; i < kFakeVocab; ++i) row[i] = static_cast<float>(mix(h, i) % 1000) / 400.0f;
   int32_t best;
   const int r = static_cast<int>((h >> 20) % 100);
-  if (!history.empty() && history.back() == 0xC3) best = 0xA9;
-  else if (r < eos_percent) best = kFakeEos;
-  else if (r < 8) best = 0xC3;
-  else if (r < 20) best = ' ';
-  else best = 'a' + static_cast<int>((h >> 40) % 26);
+  if (!history.empty() && history.back() == 0xC3)
+    best = 0xA9;
+  else if (r < eos_percent)
+    best = kFakeEos;
+  else if (r < 8)
+    best = 0xC3;
+  else if (r < 20)
+    best = ' ';
+  else
+    best = 'a' + static_cast<int>((h >> 40) % 26);
   // The UTF-8 lead byte must be followed by its continuation: nothing else is close.
   row[best] += history.empty() || history.back() != 0xC3 ? 4.0f : 100.0f;
   if (history.empty() || history.back() != 0xC3) {
     for (int i = 0x80; i < 0xC0; ++i) row[i] = -100.0f;  // no stray continuation bytes
-    for (int i = 0xC0; i < 0x100; ++i) if (i != best) row[i] = -100.0f;
+    for (int i = 0xC0; i < 0x100; ++i)
+      if (i != best) row[i] = -100.0f;
   } else {
-    for (int i = 0; i < kFakeVocab; ++i) if (i != best) row[i] = -100.0f;
+    for (int i = 0; i < kFakeVocab; ++i)
+      if (i != best) row[i] = -100.0f;
   }
 }
 

@@ -23,7 +23,7 @@ struct FakeEngineOptions {
   int n_ctx = 512;
   int n_blocks = 256;
   int block_size = 16;
-  int eos_percent = 2;            // chance of EOS per generated token
+  int eos_percent = 2;  // chance of EOS per generated token
   std::chrono::microseconds step_delay{0};
 };
 

@@ -1,6 +1,7 @@
 #include "server_process.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -9,7 +10,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fcntl.h>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -77,7 +77,9 @@ ServerProcess::~ServerProcess() {
   if (pid_ > 0) stop(10);
 }
 
-std::string ServerProcess::log() const { return read_file_text(log_); }
+std::string ServerProcess::log() const {
+  return read_file_text(log_);
+}
 
 static int connect_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -105,7 +107,7 @@ static bool send_all(int fd, const std::string& s) {
 }
 
 static std::string request_text(int port, const std::string& method, const std::string& path, const std::string& body,
-                                 const std::vector<std::string>& extra) {
+                                const std::vector<std::string>& extra) {
   std::ostringstream o;
   o << method << ' ' << path << " HTTP/1.1\r\nHost: 127.0.0.1:" << port << "\r\nConnection: close\r\n";
   for (const auto& h : extra) o << h << "\r\n";

@@ -2,8 +2,8 @@
 // documented fields, streaming == non-streaming text, stop strings, errors with their
 // statuses and field names, API keys, the queue bound, and a client that goes away.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "fake_codec.h"
@@ -31,8 +31,10 @@ Sse parse_sse(const std::string& s) {
     pos = end + 2;
     EXPECT_EQ(ev.rfind("data: ", 0), 0u) << ev;
     ev = ev.substr(6);
-    if (ev == "[DONE]") out.done_marker = true;
-    else out.events.push_back(json::parse(ev));
+    if (ev == "[DONE]")
+      out.done_marker = true;
+    else
+      out.events.push_back(json::parse(ev));
   }
   EXPECT_EQ(pos, s.size()) << "trailing bytes after the last event";
   return out;
@@ -62,7 +64,8 @@ class Api : public ::testing::Test {
   }
   HttpResponse call(const std::string& method, const std::string& path, const std::string& body = "",
                     std::map<std::string, std::string> headers = {}) {
-    HttpRequest r{.method = method, .path = path, .headers = std::move(headers), .body = body, .alive = [] { return true; }};
+    HttpRequest r{
+        .method = method, .path = path, .headers = std::move(headers), .body = body, .alive = [] { return true; }};
     return handle_request(*ctx_, r);
   }
   json post_json(const std::string& path, const json& body, int want_status = 200) {
@@ -81,12 +84,13 @@ class Api : public ::testing::Test {
     std::string out;
     int n_writes = 0;
     bool gone = false;
-    StreamSink sink{.write = [&](std::string_view s) {
-                      if (stop_after > 0 && n_writes >= stop_after) return !(gone = true);
-                      ++n_writes;
-                      out.append(s);
-                      return true;
-                    },
+    StreamSink sink{.write =
+                        [&](std::string_view s) {
+                          if (stop_after > 0 && n_writes >= stop_after) return !(gone = true);
+                          ++n_writes;
+                          out.append(s);
+                          return true;
+                        },
                     .alive = [&] { return !gone; }};
     r.stream(sink);
     return out;
@@ -122,7 +126,8 @@ class Api : public ::testing::Test {
 };
 
 TEST_F(Api, CompletionNonStreamingFields) {
-  json j = post_json("/completion", {{"prompt", "hello"}, {"n_predict", 20}, {"temperature", 0}, {"return_tokens", true}});
+  json j =
+      post_json("/completion", {{"prompt", "hello"}, {"n_predict", 20}, {"temperature", 0}, {"return_tokens", true}});
   EXPECT_EQ(j["content"], greedy_text("hello", 20));
   for (const char* k : {"content", "tokens", "stop", "model", "tokens_predicted", "tokens_evaluated", "tokens_cached",
                         "generation_settings", "stop_type", "stopping_word", "timings", "truncated"}) {
@@ -131,7 +136,8 @@ TEST_F(Api, CompletionNonStreamingFields) {
   EXPECT_EQ(j["stop"], true);
   EXPECT_EQ(j["tokens_evaluated"], 6);
   EXPECT_EQ(j["tokens"].size(), j["tokens_predicted"].get<size_t>());
-  for (const char* k : {"prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second"}) {
+  for (const char* k :
+       {"prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second"}) {
     EXPECT_TRUE(j["timings"].contains(k)) << k;
   }
   EXPECT_TRUE(j["stop_type"] == "limit" || j["stop_type"] == "eos");
@@ -152,7 +158,8 @@ TEST_F(Api, StreamingConcatenatesToNonStreaming) {
     }
     const json& last = s.events.back();
     EXPECT_EQ(last["stop"], true);
-    for (const char* k : {"stop_type", "stopping_word", "tokens_predicted", "tokens_evaluated", "tokens_cached", "timings"}) {
+    for (const char* k :
+         {"stop_type", "stopping_word", "tokens_predicted", "tokens_evaluated", "tokens_cached", "timings"}) {
       EXPECT_TRUE(last.contains(k)) << k;
     }
     req["stream"] = false;
@@ -169,8 +176,9 @@ TEST_F(Api, StopStringsCutAndAreReported) {
   EXPECT_EQ(j["content"], full.substr(0, full.find(word)));
   EXPECT_EQ(j["stop_type"], "word");
   EXPECT_EQ(j["stopping_word"], word);
-  Sse s = parse_sse(stream("/completion", {{"prompt", "stop test"}, {"n_predict", 60}, {"temperature", 0},
-                                           {"stop", {word}}, {"stream", true}}));
+  Sse s = parse_sse(
+      stream("/completion",
+             {{"prompt", "stop test"}, {"n_predict", 60}, {"temperature", 0}, {"stop", {word}}, {"stream", true}}));
   std::string text;
   for (auto& e : s.events) text += e["content"].get<std::string>();
   EXPECT_EQ(text, j["content"]);
@@ -183,8 +191,9 @@ TEST_F(Api, StreamNeverSplitsUtf8) {
   // (json::parse throws on invalid UTF-8).
   int n_multibyte = 0;
   for (int i = 0; i < 10; ++i) {
-    Sse s = parse_sse(stream("/completion", {{"prompt", "utf8 " + std::to_string(i)}, {"n_predict", 80},
-                                             {"temperature", 0}, {"stream", true}}));
+    Sse s = parse_sse(
+        stream("/completion",
+               {{"prompt", "utf8 " + std::to_string(i)}, {"n_predict", 80}, {"temperature", 0}, {"stream", true}}));
     for (auto& e : s.events) n_multibyte += e["content"].get<std::string>().find("\xC3\xA9") != std::string::npos;
   }
   EXPECT_GT(n_multibyte, 0);
@@ -196,9 +205,13 @@ TEST_F(Api, OpenAiCompletions) {
   EXPECT_EQ(j["choices"][0]["text"], greedy_text("hello", 20));
   EXPECT_TRUE(j["choices"][0]["finish_reason"] == "length" || j["choices"][0]["finish_reason"] == "stop");
   EXPECT_EQ(j["usage"]["prompt_tokens"], 6);
-  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
-  Sse s = parse_sse(stream("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 20}, {"temperature", 0},
-                                               {"stream", true}, {"stream_options", {{"include_usage", true}}}}));
+  EXPECT_EQ(j["usage"]["total_tokens"],
+            j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
+  Sse s = parse_sse(stream("/v1/completions", {{"prompt", "hello"},
+                                               {"max_tokens", 20},
+                                               {"temperature", 0},
+                                               {"stream", true},
+                                               {"stream_options", {{"include_usage", true}}}}));
   EXPECT_TRUE(s.done_marker);
   std::string text;
   for (auto& e : s.events) text += e["choices"][0]["text"].get<std::string>();
@@ -214,9 +227,11 @@ TEST_F(Api, OpenAiChatWithReasoning) {
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
   // The fake filter treats everything as reasoning until </think>, which the fake model never writes.
-  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], greedy_text("<|system|>be brief<|user|>hi<|assistant|>", 30).substr(0));
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"],
+            greedy_text("<|system|>be brief<|user|>hi<|assistant|>", 30).substr(0));
   EXPECT_EQ(j["usage"]["prompt_tokens"], 1 + std::string("<|system|>be brief<|user|>hi<|assistant|>").size());
-  Sse s = parse_sse(stream("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 30}, {"temperature", 0}, {"stream", true}}));
+  Sse s = parse_sse(
+      stream("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 30}, {"temperature", 0}, {"stream", true}}));
   EXPECT_TRUE(s.done_marker);
   EXPECT_EQ(s.events[0]["object"], "chat.completion.chunk");
   EXPECT_EQ(s.events[0]["choices"][0]["delta"]["role"], "assistant");
@@ -250,8 +265,9 @@ TEST_F(Api, ModelsTokenizeDetokenizeHealthPropsSlotsMetrics) {
   post_json("/completion", {{"prompt", "metrics"}, {"n_predict", 3}});
   HttpResponse r = call("GET", "/metrics");
   EXPECT_EQ(r.content_type.rfind("text/plain", 0), 0u);
-  for (const char* k : {"ds_requests_total", "ds_generated_tokens_total", "ds_requests_waiting", "ds_kv_blocks_used",
-                        "ds_prompt_tokens_per_second", "ds_decode_tokens_per_second", "ds_time_to_first_token_seconds_bucket"}) {
+  for (const char* k :
+       {"ds_requests_total", "ds_generated_tokens_total", "ds_requests_waiting", "ds_kv_blocks_used",
+        "ds_prompt_tokens_per_second", "ds_decode_tokens_per_second", "ds_time_to_first_token_seconds_bucket"}) {
     EXPECT_NE(r.body.find(k), std::string::npos) << k;
   }
 }
@@ -316,7 +332,8 @@ TEST_F(Api, FullQueueGives503AndServerKeepsServing) {
   std::atomic<int> n_503{0}, n_ok{0};
   for (int i = 0; i < 6; ++i) {
     clients.emplace_back([&, i] {
-      HttpResponse r = call("POST", "/completion", json{{"prompt", "q" + std::to_string(i)}, {"n_predict", 30}, {"ignore_eos", true}}.dump());
+      HttpResponse r = call("POST", "/completion",
+                            json{{"prompt", "q" + std::to_string(i)}, {"n_predict", 30}, {"ignore_eos", true}}.dump());
       if (r.status == 503) {
         ++n_503;
         EXPECT_EQ(r.headers.at(0).first, "Retry-After");
@@ -342,9 +359,15 @@ TEST_F(Api, ClientLeavingMidStreamCancelsAndFreesKv) {
   EXPECT_EQ(loop_->stats().n_running, 0);
   // Non-streaming: alive() turns false while waiting.
   std::atomic<bool> alive{true};
-  std::thread killer([&] { std::this_thread::sleep_for(30ms); alive = false; });
-  HttpRequest r{.method = "POST", .path = "/completion", .headers = {},
-                .body = json{{"prompt", "x"}, {"n_predict", 100000}, {"ignore_eos", true}}.dump(), .alive = [&] { return alive.load(); }};
+  std::thread killer([&] {
+    std::this_thread::sleep_for(30ms);
+    alive = false;
+  });
+  HttpRequest r{.method = "POST",
+                .path = "/completion",
+                .headers = {},
+                .body = json{{"prompt", "x"}, {"n_predict", 100000}, {"ignore_eos", true}}.dump(),
+                .alive = [&] { return alive.load(); }};
   handle_request(*ctx_, r);
   killer.join();
   expect_idle_kv();
@@ -359,7 +382,8 @@ TEST_F(Api, RepeatedPromptReportsTokensCached) {
   EXPECT_EQ(b["tokens_cached"], 96);  // 6 full blocks of 16
   EXPECT_EQ(b["timings"]["prompt_n"], 101 - 96);
   EXPECT_EQ(a["content"], b["content"]);
-  json c = post_json("/completion", {{"prompt", prompt}, {"n_predict", 4}, {"temperature", 0}, {"cache_prompt", false}});
+  json c =
+      post_json("/completion", {{"prompt", prompt}, {"n_predict", 4}, {"temperature", 0}, {"cache_prompt", false}});
   EXPECT_EQ(c["tokens_cached"], 0);
 }
 
@@ -368,7 +392,9 @@ TEST_F(Api, SeededSamplingIsReproducibleUnderLoad) {
   const json alone = post_json("/completion", req)["content"];
   std::vector<std::thread> noise;
   for (int i = 0; i < 6; ++i) {
-    noise.emplace_back([&, i] { post_json("/completion", {{"prompt", "noise " + std::to_string(i)}, {"n_predict", 40}}); });
+    noise.emplace_back([&, i] {
+      post_json("/completion", {{"prompt", "noise " + std::to_string(i)}, {"n_predict", 40}});
+    });
   }
   EXPECT_EQ(post_json("/completion", req)["content"], alone);
   for (auto& t : noise) t.join();
@@ -389,11 +415,12 @@ TEST_F(Api, EngineFailureAfterStreamStartIsAnErrorEvent) {
   HttpResponse r = call("POST", "/completion", json{{"prompt", "x"}, {"n_predict", 50}, {"stream", true}}.dump());
   std::string out;
   int n = 0;
-  StreamSink sink{.write = [&](std::string_view s) {
-                    if (++n == 3) engine_->fail_next_step = true;
-                    out.append(s);
-                    return true;
-                  },
+  StreamSink sink{.write =
+                      [&](std::string_view s) {
+                        if (++n == 3) engine_->fail_next_step = true;
+                        out.append(s);
+                        return true;
+                      },
                   .alive = [] { return true; }};
   r.stream(sink);
   Sse s = parse_sse(out);

@@ -11,10 +11,32 @@ namespace ds {
 namespace {
 
 TEST(Config, FlagsParse) {
-  auto r = parse_server_args({"--model", "m.gguf", "--host", "0.0.0.0", "--port", "9000", "--ctx-size", "8192",
-                              "--parallel", "8", "--threads", "16", "--kv-type", "q8_0", "--numa", "distribute",
-                              "--api-key", "k", "--log-format", "json", "--batch-tokens", "256", "--max-queue", "5",
-                              "--chat-template=deepseek-r1", "--no-prefix-cache"});
+  auto r = parse_server_args({"--model",
+                              "m.gguf",
+                              "--host",
+                              "0.0.0.0",
+                              "--port",
+                              "9000",
+                              "--ctx-size",
+                              "8192",
+                              "--parallel",
+                              "8",
+                              "--threads",
+                              "16",
+                              "--kv-type",
+                              "q8_0",
+                              "--numa",
+                              "distribute",
+                              "--api-key",
+                              "k",
+                              "--log-format",
+                              "json",
+                              "--batch-tokens",
+                              "256",
+                              "--max-queue",
+                              "5",
+                              "--chat-template=deepseek-r1",
+                              "--no-prefix-cache"});
   ASSERT_TRUE(r.is_ok()) << r.message();
   const ServerConfig& c = r->config;
   EXPECT_EQ(c.model, "m.gguf");
@@ -74,9 +96,9 @@ TEST(Config, ExampleConfigParses) {
 
 TEST(Config, HelpDocumentsEveryOption) {
   const std::string h = help_text();
-  for (const char* o : {"--model", "--host", "--port", "--ctx-size", "--parallel", "--threads", "--kv-type", "--numa",
-                        "--api-key", "--config", "--log-format", "--batch-tokens", "--max-queue", "--chat-template",
-                        "--grace", "--help"}) {
+  for (const char* o :
+       {"--model", "--host", "--port", "--ctx-size", "--parallel", "--threads", "--kv-type", "--numa", "--api-key",
+        "--config", "--log-format", "--batch-tokens", "--max-queue", "--chat-template", "--grace", "--help"}) {
     EXPECT_NE(h.find(o), std::string::npos) << o;
   }
   auto r = parse_server_args({"--help"});

@@ -154,8 +154,10 @@ TEST(EngineLoop, QueueFullAndTooLong) {
   int n_full = 0;
   for (int i = 0; i < 6; ++i) {
     auto o = loop.submit(greedy_params(bytes("q"), 1000));
-    if (o.code == SubmitCode::queue_full) ++n_full;
-    else keep.push_back(o.stream);
+    if (o.code == SubmitCode::queue_full)
+      ++n_full;
+    else
+      keep.push_back(o.stream);
   }
   EXPECT_GE(n_full, 3);  // 1 running + 2 waiting at most
   EXPECT_EQ(loop.submit(greedy_params(std::vector<int32_t>(600, 'a'), 1)).code, SubmitCode::too_long);
@@ -197,7 +199,9 @@ TEST(EngineLoop, ShutdownFinishesWithinGraceThenCancels) {
   auto slow = loop->submit(greedy_params(bytes("b"), 100000)).stream;
   loop->shutdown(200ms);
   EXPECT_EQ(collect(*quick).last.reason, StopReason::limit);
-  EXPECT_EQ(collect(*slow).last.reason, StopReason::cancelled);
+  Collected c = collect(*slow);
+  EXPECT_EQ(c.last.reason, StopReason::error);
+  EXPECT_EQ(c.last.error, "the server is shutting down");
   EXPECT_EQ(loop->submit(greedy_params(bytes("c"), 3)).code, SubmitCode::stopping);
 }
 

@@ -5,9 +5,9 @@
 // the KV cache back to zero when idle, a full queue, a prompt over the context, a client
 // hanging up, the prefix cache, API keys, and a clean exit 0 on SIGTERM.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -20,7 +20,9 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string model_path(const std::string& name) { return shared_path("refdata/" + name); }
+std::string model_path(const std::string& name) {
+  return shared_path("refdata/" + name);
+}
 
 json post(int port, const std::string& path, const json& body, int want = 200) {
   RawResponse r = raw_request(port, "POST", path, body.dump());
@@ -75,8 +77,8 @@ void expect_idle_kv(int port) {
     }
     std::this_thread::sleep_for(50ms);
   }
-  ADD_FAILURE() << "the server did not become idle: running " << metric(port, "ds_requests_running") << ", KV blocks used "
-                << metric(port, "ds_kv_blocks_used");
+  ADD_FAILURE() << "the server did not become idle: running " << metric(port, "ds_requests_running")
+                << ", KV blocks used " << metric(port, "ds_kv_blocks_used");
 }
 
 void expect_error(const RawResponse& r, int status, const std::string& needle, const std::string& type = "") {
@@ -107,13 +109,15 @@ class ServerE2E : public ::testing::Test {
 ServerProcess* ServerE2E::server_ = nullptr;
 
 TEST_F(ServerE2E, CompletionFieldsStreamingAndNot) {
-  const json req = {{"prompt", "The capital of France"}, {"n_predict", 24}, {"temperature", 0}, {"return_tokens", true}};
+  const json req = {
+      {"prompt", "The capital of France"}, {"n_predict", 24}, {"temperature", 0}, {"return_tokens", true}};
   json j = post(port(), "/completion", req);
   for (const char* k : {"content", "tokens", "stop", "model", "tokens_predicted", "tokens_evaluated", "tokens_cached",
                         "generation_settings", "stop_type", "stopping_word", "timings"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
-  for (const char* k : {"prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second"}) {
+  for (const char* k :
+       {"prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second"}) {
     EXPECT_TRUE(j["timings"].contains(k)) << k;
   }
   EXPECT_EQ(j["tokens"].size(), j["tokens_predicted"].get<size_t>());
@@ -132,7 +136,8 @@ TEST_F(ServerE2E, CompletionFieldsStreamingAndNot) {
   }
   const json& last = ev.back();
   EXPECT_EQ(last["stop"], true);
-  for (const char* k : {"stop_type", "stopping_word", "tokens_predicted", "tokens_evaluated", "tokens_cached", "timings"}) {
+  for (const char* k :
+       {"stop_type", "stopping_word", "tokens_predicted", "tokens_evaluated", "tokens_cached", "timings"}) {
     EXPECT_TRUE(last.contains(k)) << k;
   }
   EXPECT_EQ(text, j["content"]);
@@ -142,27 +147,32 @@ TEST_F(ServerE2E, CompletionFieldsStreamingAndNot) {
   const std::string full = j["content"];
   ASSERT_GT(full.size(), 10u);
   const std::string word = full.substr(full.size() / 2, 2);
-  json w = post(port(), "/completion", {{"prompt", "The capital of France"}, {"n_predict", 24}, {"temperature", 0}, {"stop", {word}}});
+  json w = post(port(), "/completion",
+                {{"prompt", "The capital of France"}, {"n_predict", 24}, {"temperature", 0}, {"stop", {word}}});
   EXPECT_EQ(w["content"], full.substr(0, full.find(word)));
   EXPECT_EQ(w["stop_type"], "word");
   EXPECT_EQ(w["stopping_word"], word);
 }
 
 TEST_F(ServerE2E, OpenAiRoutes) {
-  json c = post(port(), "/v1/completions", {{"model", "m"}, {"prompt", "Once upon"}, {"max_tokens", 12}, {"temperature", 0}});
+  json c = post(port(), "/v1/completions",
+                {{"model", "m"}, {"prompt", "Once upon"}, {"max_tokens", 12}, {"temperature", 0}});
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_TRUE(c["choices"][0].contains("text"));
   EXPECT_TRUE(c["choices"][0]["finish_reason"] == "length" || c["choices"][0]["finish_reason"] == "stop");
-  EXPECT_EQ(c["usage"]["total_tokens"], c["usage"]["prompt_tokens"].get<int>() + c["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(c["usage"]["total_tokens"],
+            c["usage"]["prompt_tokens"].get<int>() + c["usage"]["completion_tokens"].get<int>());
   bool done = false;
-  RawResponse r = raw_request(port(), "POST", "/v1/completions",
-                              json{{"prompt", "Once upon"}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true}}.dump());
+  RawResponse r =
+      raw_request(port(), "POST", "/v1/completions",
+                  json{{"prompt", "Once upon"}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true}}.dump());
   std::string text;
   for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
   EXPECT_TRUE(done);
   EXPECT_EQ(text, c["choices"][0]["text"]);
 
-  const json msgs = json::array({{{"role", "system"}, {"content", "You are terse."}}, {{"role", "user"}, {"content", "Hi"}}});
+  const json msgs =
+      json::array({{{"role", "system"}, {"content", "You are terse."}}, {{"role", "user"}, {"content", "Hi"}}});
   json ch = post(port(), "/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0}});
   EXPECT_EQ(ch["object"], "chat.completion");
   EXPECT_EQ(ch["choices"][0]["message"]["role"], "assistant");
@@ -172,8 +182,12 @@ TEST_F(ServerE2E, OpenAiRoutes) {
   EXPECT_TRUE(ch["choices"][0]["message"].contains("reasoning_content")) << ch.dump();
   done = false;
   r = raw_request(port(), "POST", "/v1/chat/completions",
-                  json{{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true},
-                       {"stream_options", {{"include_usage", true}}}}.dump());
+                  json{{"messages", msgs},
+                       {"max_tokens", 12},
+                       {"temperature", 0},
+                       {"stream", true},
+                       {"stream_options", {{"include_usage", true}}}}
+                      .dump());
   std::vector<json> ev = sse_events(r.body, &done);
   EXPECT_TRUE(done);
   ASSERT_GE(ev.size(), 2u);
@@ -181,7 +195,8 @@ TEST_F(ServerE2E, OpenAiRoutes) {
   EXPECT_EQ(ev[0]["choices"][0]["delta"]["role"], "assistant");
   std::string reasoning;
   for (const json& e : ev) {
-    if (e["choices"][0]["delta"].contains("reasoning_content")) reasoning += e["choices"][0]["delta"]["reasoning_content"];
+    if (e["choices"][0]["delta"].contains("reasoning_content"))
+      reasoning += e["choices"][0]["delta"]["reasoning_content"];
   }
   EXPECT_EQ(reasoning, ch["choices"][0]["message"]["reasoning_content"]);
   EXPECT_EQ(ev.back()["usage"]["completion_tokens"], ch["usage"]["completion_tokens"]);
@@ -193,7 +208,9 @@ TEST_F(ServerE2E, SixteenConcurrentStreamsEachGetTheirAloneText) {
   std::vector<json> reqs;
   for (int i = 0; i < 16; ++i) {
     reqs.push_back({{"prompt", "Request " + std::to_string(i) + std::string(i * 5, '!') + " says"},
-                    {"n_predict", 20 + i}, {"temperature", 0}, {"stream", true}});
+                    {"n_predict", 20 + i},
+                    {"temperature", 0},
+                    {"stream", true}});
   }
   std::vector<std::string> alone;
   for (const json& r : reqs) alone.push_back(stream_text(port(), r));
@@ -225,15 +242,16 @@ TEST_F(ServerE2E, BadRequestsGetClearErrorsAndServerKeepsServing) {
   expect_error(raw_request(port(), "POST", "/completion", "{\"prompt\": \"unterminated"), 400, "invalid JSON",
                "invalid_request_error");
   expect_error(raw_request(port(), "POST", "/completion", R"({"prompt": 42})"), 400, "\"prompt\"");
-  expect_error(raw_request(port(), "POST", "/completion", R"({"prompt":"a","temperature":"warm"})"), 400, "\"temperature\"");
+  expect_error(raw_request(port(), "POST", "/completion", R"({"prompt":"a","temperature":"warm"})"), 400,
+               "\"temperature\"");
   expect_error(raw_request(port(), "POST", "/completion", R"({"prompt":"a","n_predict":-7})"), 400, "\"n_predict\"");
   expect_error(raw_request(port(), "POST", "/completion", R"({"prompt":"a","n_predict":99999999999999})"), 400,
                "\"n_predict\"");
   expect_error(raw_request(port(), "POST", "/completion", "{\"prompt\":\"caf\xC3\x28 \xFF\"}"), 400, "invalid JSON");
   expect_error(raw_request(port(), "POST", "/completion", R"({"prompt":"a","stop":"x","logit_bias":"no"})"), 400,
                "\"logit_bias\"");
-  expect_error(raw_request(port(), "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})"), 400,
-               "messages[0].content");
+  expect_error(raw_request(port(), "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})"),
+               400, "messages[0].content");
   expect_error(raw_request(port(), "GET", "/no/such/route", ""), 404, "/no/such/route");
   // Unknown fields are ignored, as llama.cpp does: clients send many.
   json ok = post(port(), "/completion", {{"prompt", "a"}, {"n_predict", 3}, {"frobnicate", true}, {"user", "x"}});
@@ -279,9 +297,9 @@ TEST_F(ServerE2E, TokenizeDetokenizePropsSlotsMetrics) {
   EXPECT_EQ(json::parse(raw_request(port(), "GET", "/slots", "").body).size(), 4u);
   RawResponse m = raw_request(port(), "GET", "/metrics", "");
   EXPECT_EQ(m.status, 200);
-  for (const char* k : {"ds_requests_total", "ds_generated_tokens_total", "ds_prompt_tokens_total", "ds_requests_waiting",
-                        "ds_kv_blocks_used", "ds_prompt_tokens_per_second", "ds_decode_tokens_per_second",
-                        "ds_time_to_first_token_seconds_bucket{le=\"+Inf\"}"}) {
+  for (const char* k : {"ds_requests_total", "ds_generated_tokens_total", "ds_prompt_tokens_total",
+                        "ds_requests_waiting", "ds_kv_blocks_used", "ds_prompt_tokens_per_second",
+                        "ds_decode_tokens_per_second", "ds_time_to_first_token_seconds_bucket{le=\"+Inf\"}"}) {
     EXPECT_NE(m.body.find(k), std::string::npos) << k;
   }
 }
@@ -293,8 +311,8 @@ class GreedyMatchesCli : public ::testing::TestWithParam<const char*> {};
 TEST_P(GreedyMatchesCli, SameText) {
   const std::string model = model_path(GetParam());
   const std::string prompt = "def fibonacci(n):";
-  const std::string cmd = binary_dir() + "/src/ds-cli generate --model " + model + " --prompt '" + prompt +
-                          "' -n 32 --temp 0 2>/dev/null";
+  const std::string cmd =
+      binary_dir() + "/src/ds-cli generate --model " + model + " --prompt '" + prompt + "' -n 32 --temp 0 2>/dev/null";
   std::string cli;
   FILE* f = popen(cmd.c_str(), "r");
   ASSERT_NE(f, nullptr);
@@ -318,14 +336,15 @@ INSTANTIATE_TEST_SUITE_P(Refdata, GreedyMatchesCli,
 
 TEST(ServerE2EAlone, FullQueueGets503WithRetryAfter) {
   ServerProcess s;
-  ASSERT_TRUE(s.start({"--model", model_path("tiny-qwen2-Q5_K_S.gguf"), "--parallel", "1", "--max-queue", "1",
-                       "--threads", "2"}));
+  ASSERT_TRUE(s.start(
+      {"--model", model_path("tiny-qwen2-Q5_K_S.gguf"), "--parallel", "1", "--max-queue", "1", "--threads", "2"}));
   std::vector<RawResponse> out(6);
   std::vector<std::thread> threads;
   for (int i = 0; i < 6; ++i) {
     threads.emplace_back([&, i] {
-      out[i] = raw_request(s.port(), "POST", "/completion",
-                           json{{"prompt", "queue " + std::to_string(i)}, {"n_predict", 300}, {"ignore_eos", true}}.dump());
+      out[i] =
+          raw_request(s.port(), "POST", "/completion",
+                      json{{"prompt", "queue " + std::to_string(i)}, {"n_predict", 300}, {"ignore_eos", true}}.dump());
     });
     std::this_thread::sleep_for(20ms);
   }
@@ -350,19 +369,26 @@ TEST(ServerE2EAlone, FullQueueGets503WithRetryAfter) {
 
 TEST(ServerE2EAlone, ApiKeyAndSigtermDuringAStream) {
   ServerProcess s;
-  ASSERT_TRUE(s.start({"--model", model_path("tiny-dsv2-Q4_K_M.gguf"), "--api-key", "k3y", "--threads", "2",
-                       "--grace", "1", "--log-format", "json"}));
-  expect_error(raw_request(s.port(), "POST", "/completion", R"({"prompt":"a"})"), 401, "API Key", "authentication_error");
+  ASSERT_TRUE(s.start({"--model", model_path("tiny-dsv2-Q4_K_M.gguf"), "--api-key", "k3y", "--threads", "2", "--grace",
+                       "1", "--log-format", "json", "--max-body-kb", "16"}));
+  expect_error(raw_request(s.port(), "POST", "/completion", json{{"prompt", std::string(40000, 'a')}}.dump()), 413,
+               "too large");
+  expect_error(raw_request(s.port(), "POST", "/completion", R"({"prompt":"a"})"), 401, "API Key",
+               "authentication_error");
   expect_error(raw_request(s.port(), "GET", "/metrics", "", {"Authorization: Bearer nope"}), 401, "API Key");
   EXPECT_EQ(raw_request(s.port(), "GET", "/health", "").status, 200);
-  EXPECT_EQ(raw_request(s.port(), "POST", "/completion", R"({"prompt":"a","n_predict":2})", {"Authorization: Bearer k3y"}).status,
+  EXPECT_EQ(
+      raw_request(s.port(), "POST", "/completion", R"({"prompt":"a","n_predict":2})", {"Authorization: Bearer k3y"})
+          .status,
+      200);
+  EXPECT_EQ(raw_request(s.port(), "POST", "/completion", R"({"prompt":"a","n_predict":2})", {"X-Api-Key: k3y"}).status,
             200);
-  EXPECT_EQ(raw_request(s.port(), "POST", "/completion", R"({"prompt":"a","n_predict":2})", {"X-Api-Key: k3y"}).status, 200);
   // SIGTERM while a long stream runs: it is cancelled after the grace period, exit 0.
   RawResponse long_stream;
   std::thread t([&] {
-    long_stream = raw_request(s.port(), "POST", "/completion",
-                              R"({"prompt":"a","n_predict":100000,"ignore_eos":true,"stream":true})", {"X-Api-Key: k3y"});
+    long_stream =
+        raw_request(s.port(), "POST", "/completion",
+                    R"({"prompt":"a","n_predict":100000,"ignore_eos":true,"stream":true})", {"X-Api-Key: k3y"});
   });
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(s.stop(), 0) << s.log();

@@ -48,7 +48,9 @@ TEST(TextStream, NeverSplitsUtf8) {
   StopTextStream s({});
   std::vector<std::string> out;
   // "é" = C3 A9, "€" = E2 82 AC, "😀" = F0 9F 98 80, fed one byte at a time.
-  const std::string text = "a\xC3\xA9" "b\xE2\x82\xAC\xF0\x9F\x98\x80";
+  const std::string text =
+      "a\xC3\xA9"
+      "b\xE2\x82\xAC\xF0\x9F\x98\x80";
   std::vector<std::string> bytes;
   for (char c : text) bytes.push_back(std::string(1, c));
   EXPECT_EQ(feed(s, bytes, &out), text);
@@ -61,7 +63,9 @@ TEST(TextStream, NeverSplitsUtf8) {
 
 TEST(TextStream, InvalidBytesBecomeReplacementCharacter) {
   StopTextStream s({});
-  EXPECT_EQ(feed(s, {"a\xFF", "b\xC3"}), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ(feed(s, {"a\xFF", "b\xC3"}),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   EXPECT_EQ(utf8_sanitize("\xED\xA0\x80z"), "\xEF\xBF\xBDz");  // surrogate: one U+FFFD
   EXPECT_EQ(utf8_sanitize("\x80\x80\xE7\xA5z"), "\xEF\xBF\xBD\xEF\xBF\xBDz");
   EXPECT_FALSE(utf8_valid("\xC0\xAF"));  // overlong
