@@ -1,9 +1,10 @@
 // AVX2 block dot products: the same shape as kernels/avx512/dot_blocks.h (unpack a weight
 // block once, accumulate it against several activation blocks) with 256-bit registers and
 // without VNNI: u8 x s8 -> s16 pairs with maddubs, then s16 x s16 scale -> s32 with madd.
-// Integer sums per sub-block are exact (maddubs cannot saturate for these ranges), so
-// results differ from the reference only in float summation order ([BATCH_INVARIANT]
-// holds because each output's sequence of operations is fixed).
+// Integer sums per sub-block are exact (maddubs cannot saturate for these ranges). K-quants
+// reduce each superblock's integers exactly and then follow the reference's float order, so
+// they are bit-identical to kernels/ref ([KQUANT_EXACT], see kernels/avx512/dot_blocks.h);
+// 32-blocks keep 8 float lanes (fixed order: [BATCH_INVARIANT]).
 #pragma once
 #include <immintrin.h>
 
@@ -22,15 +23,34 @@ inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+// The 8 6-bit scales and 8 6-bit mins of a Q4_K/Q5_K block as bytes [sc0..sc7, m0..m7]
+// (SPEC.md "Block formats" scales formula, four sub-blocks per 32-bit word).
+inline __m128i k4_scales_mins(const uint8_t* q) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, q, 4);
+  std::memcpy(&w1, q + 4, 4);
+  std::memcpy(&w2, q + 8, 4);
+  const uint32_t sc03 = w0 & 0x3F3F3F3Fu;
+  const uint32_t m03 = w1 & 0x3F3F3F3Fu;
+  const uint32_t sc47 = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
+  const uint32_t m47 = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
+  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47), static_cast<int>(sc03));
+}
+
 // sum of w (u8) * a (s8) in int32 lanes, each lane weighted by the int16 scale lanes.
 inline __m256i dot_scaled(__m256i w, __m256i a, __m256i scale16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), scale16);
 }
 
 struct AccK {
-  __m256 sum;
-  __m256 mins;
+  float sum;  // the reference's running float sum ([KQUANT_EXACT])
 };
+inline int hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
 
 // Q4_K / Q5_K: eight registers of 32 unsigned quants (one sub-block each), scales
 // broadcast per register, mins per group of 16 for the bsums.
@@ -47,14 +67,12 @@ struct DotQ4K {
   using Acc = AccK;
 
   static void unpack_scales(const uint8_t* scales, half_t d, half_t dmin, Unpacked& u) {
-    int16_t mins[16];
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      ref::scale_min_k4(j, scales, &sc, &m);
-      u.sc[j] = _mm256_set1_epi16(static_cast<int16_t>(sc));
-      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
-    }
-    u.mins = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins));
+    const __m128i sm = k4_scales_mins(scales);  // [sc0..sc7, m0..m7] bytes
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    for (int j = 0; j < 8; ++j)  // int16 lane j broadcast: byte pair (2j, 2j + 1) everywhere
+      u.sc[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8))));
+    const __m256i m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+    u.mins = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));  // int16 pairs (m_j, m_j)
     u.d = half_to_float(d);
     u.dmin = half_to_float(dmin);
   }
@@ -70,16 +88,16 @@ struct DotQ4K {
     unpack_nibbles(b.qs, u);
     unpack_scales(b.scales, b.d, b.dmin, u);
   }
-  static Acc zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m256i s = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j)
       s = _mm256_add_epi32(s, dot_scaled(u.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j)), u.sc[j]));
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(a.d * u.d), acc.sum);
     const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
-    acc.mins = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(a.d * u.dmin), acc.mins);
+    const float dall = a.d * u.d, dmin = a.d * u.dmin;
+    acc.sum += dall * static_cast<float>(hsum_epi32(s)) - dmin * static_cast<float>(hsum_epi32(m));
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum) - hsum256(acc.mins); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 struct DotQ5K : DotQ4K {
@@ -107,9 +125,7 @@ struct DotQ6K {
     __m256i sc16;   // the 16 scales, for the -32 offset through bsums
     float d;
   };
-  struct Acc {
-    __m256 sum;
-  };
+  using Acc = AccK;
 
   static void unpack(const WBlock& b, Unpacked& u) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
@@ -123,21 +139,25 @@ struct DotQ6K {
       u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hbits(4));
       u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hbits(6));
     }
-    for (int i = 0; i < 8; ++i)
-      u.sc[i] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * i + 1]), _mm_set1_epi16(b.scales[2 * i]));
     u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    // Register i: scale 2i in the low 128 bits, 2i + 1 in the high: dword i (= int16 lanes
+    // 2i, 2i + 1) everywhere, then bytes 0-1 (low half) or 2-3 (high half) repeated.
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                                          2, 3, 2, 3, 2, 3);
+    for (int i = 0; i < 8; ++i)
+      u.sc[i] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.sc16, _mm256_set1_epi32(i)), pick);
     u.d = half_to_float(b.d);
   }
-  static Acc zero() { return {_mm256_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m256i s = _mm256_setzero_si256();
     for (int i = 0; i < 8; ++i)
       s = _mm256_add_epi32(s, dot_scaled(u.q[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * i)), u.sc[i]));
     const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
-    s = _mm256_sub_epi32(s, _mm256_slli_epi32(off, 5));
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(a.d * u.d), acc.sum);
+    const int sumi = hsum_epi32(s) - (hsum_epi32(off) << 5);
+    acc.sum += (a.d * u.d) * static_cast<float>(sumi);
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 // 32-blocks against Q8_0 activations: |w| x (a * sign(w)), exact in int16 pairs.

@@ -18,7 +18,16 @@
 namespace ds::avx512 {
 namespace {
 
-constexpr int kTile = 64;
+constexpr int kTile = 64;             // most rows per tile
+constexpr size_t kTileBytes = 16384;  // converted K (and V) tile kept within L1
+
+// Rows per tile for K rows of kw floats: a multiple of 8 in [8, kTile] within kTileBytes
+// (MLA's 576-wide rows: 8; GQA heads of 128: 32). Measured: 64-row MLA tiles streamed
+// from L2 for every head ran 4x slower.
+int tile_rows(int kw) {
+  const int rows = static_cast<int>(kTileBytes / (sizeof(float) * static_cast<size_t>(kw))) / 8 * 8;
+  return std::clamp(rows, 8, kTile);
+}
 constexpr int kMaxGroup = 16;  // heads per pass: their accumulators stay in L1/L2
 
 struct AttnJob {
@@ -69,29 +78,45 @@ void load_row(GgmlType t, const uint8_t* src, float* dst, int n) {
   }
 }
 
+// Four independent accumulators so the FMA latency does not serialize the dot product.
 float dot(const float* a, const float* b, int n) {
-  __m512 acc = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  int i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) acc[k] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16 * k), _mm512_loadu_ps(b + i + 16 * k), acc[k]);
+  for (int k = 0; i < n; i += 16, ++k) {
     const __mmask16 m = tail_mask(i, n);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+    acc[k] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc[k]);
   }
-  return _mm512_reduce_add_ps(acc);
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-// acc[0..d) = acc * corr + sum_j p[j] * v[j][0..d), 8 registers of accumulators at a time.
+// acc[0..16 NV) = acc * corr + sum_j p[j] * v[j][0..16 NV), accumulators in registers.
+template <int NV>
+void accumulate_chunk(float* acc, __m512 corr, const float* p, const float* v, int ld, int nt) {
+  __m512 r[NV];
+  for (int k = 0; k < NV; ++k) r[k] = _mm512_mul_ps(_mm512_loadu_ps(acc + 16 * k), corr);
+  for (int j = 0; j < nt; ++j) {
+    const __m512 pj = _mm512_set1_ps(p[j]);
+    const float* vj = v + static_cast<size_t>(j) * ld;
+    for (int k = 0; k < NV; ++k) r[k] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * k), r[k]);
+  }
+  for (int k = 0; k < NV; ++k) _mm512_storeu_ps(acc + 16 * k, r[k]);
+}
+
+// acc[0..d) = acc * corr + sum_j p[j] * v[j][0..d): 128-wide register chunks, then 16-wide
+// steps, the last one masked.
 void accumulate_v(float* acc, float corr, const float* p, const float* v, int ld, int nt, int d) {
-  for (int c0 = 0; c0 < d; c0 += 128) {
-    __m512 r[8];
-    const int nv = std::min(8, (d - c0 + 15) / 16);
-    for (int k = 0; k < nv; ++k)
-      r[k] = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(c0 + 16 * k, d), acc + c0 + 16 * k), _mm512_set1_ps(corr));
-    for (int j = 0; j < nt; ++j) {
-      const __m512 pj = _mm512_set1_ps(p[j]);
-      const float* vj = v + static_cast<size_t>(j) * ld + c0;
-      for (int k = 0; k < nv; ++k)
-        r[k] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(tail_mask(c0 + 16 * k, d), vj + 16 * k), r[k]);
-    }
-    for (int k = 0; k < nv; ++k) _mm512_mask_storeu_ps(acc + c0 + 16 * k, tail_mask(c0 + 16 * k, d), r[k]);
+  const __m512 vc = _mm512_set1_ps(corr);
+  int c0 = 0;
+  for (; c0 + 128 <= d; c0 += 128) accumulate_chunk<8>(acc + c0, vc, p, v + c0, ld, nt);
+  for (; c0 + 16 <= d; c0 += 16) accumulate_chunk<1>(acc + c0, vc, p, v + c0, ld, nt);
+  if (c0 < d) {
+    const __mmask16 m = tail_mask(c0, d);
+    __m512 r = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + c0), vc);
+    for (int j = 0; j < nt; ++j)
+      r = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, v + static_cast<size_t>(j) * ld + c0), r);
+    _mm512_mask_storeu_ps(acc + c0, m, r);
   }
 }
 
@@ -108,8 +133,9 @@ void attend(const AttnJob& job) {
   float m[kMaxGroup], l[kMaxGroup], p[kMaxGroup][kTile];
   std::fill(m, m + job.n_h, -INFINITY);
   std::fill(l, l + job.n_h, 0.0f);
-  for (int64_t j0 = 0; j0 < job.n_kv; j0 += kTile) {
-    const int nt = static_cast<int>(std::min<int64_t>(kTile, job.n_kv - j0));
+  const int tile = tile_rows(kw);
+  for (int64_t j0 = 0; j0 < job.n_kv; j0 += tile) {
+    const int nt = static_cast<int>(std::min<int64_t>(tile, job.n_kv - j0));
     for (int j = 0; j < nt; ++j)
       load_row(job.k->type, ref::kv_row(*job.k, j0 + j) + job.k_off, s.k.data() + static_cast<size_t>(j) * kw, kw);
     if (job.v)

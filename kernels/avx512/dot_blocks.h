@@ -4,11 +4,12 @@
 // an unpacked block for several activation rows (STYLE.md habit 4).
 //
 // Numerics (SPEC.md): integer products per sub-block (u8 x s8 -> s16 pairs with maddubs,
-// then s16 x s16 scale -> s32 with VNNI dpwssd, or dpbusd for 32-blocks), one conversion to
-// float per block and lane, scaled by the two block scales. K-quant mins and Q6_K's -32
-// offset go through the activation's bsums. The float summation order differs from the
-// reference (16 lanes, reduced at the end) but is fixed, so results do not depend on the
-// batch ([BATCH_INVARIANT]).
+// then s16 x s16 scale -> s32 with VNNI dpwssd, or dpbusd for 32-blocks). K-quant mins and
+// the Q6_K/Q3_K offsets go through the activation's bsums. [KQUANT_EXACT] K-quants reduce
+// each superblock's integer sums exactly and then apply the reference's float operations in
+// the reference's order (dall * sumi - dmin * summ, summed block by block), so their dot
+// products are bit-identical to kernels/ref on every ISA. 32-blocks keep 8 float lanes
+// (fixed order, so [BATCH_INVARIANT] holds; equal to the reference to float rounding).
 //
 // Every struct has: WBlock, ABlock, Unpacked, Acc, kBlock (elements), unpack(), zero(),
 // accumulate(), reduce().
@@ -69,10 +70,27 @@ struct UnpackedK4 {
   __m256i mins;  // [m0, m0, m1, m1, ..., m7, m7]
   float d, dmin;
 };
+// A K-quant accumulator: the running float sum of the reference ([KQUANT_EXACT]).
 struct AccK {
-  __m512 sum;
-  __m256 mins;
+  float sum;
 };
+inline int hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+inline int hsum_epi32(__m512i v) {
+  return hsum_epi32(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+// The lane sums of a (16 lanes) and b (8 lanes) together.
+inline void hsum2_epi32(__m512i a, __m256i b, int* sa, int* sb) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1)), b);
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));  // [a a b b]
+  s = _mm_hadd_epi32(s, s);                                                              // [a b a b]
+  *sa = _mm_cvtsi128_si32(s);
+  *sb = _mm_extract_epi32(s, 1);
+}
 
 struct DotQ4K {
   using WBlock = BlockQ4_K;
@@ -104,18 +122,20 @@ struct DotQ4K {
     unpack_nibbles(b.qs, u);
     unpack_scales(b.scales, b.d, b.dmin, u);
   }
-  static Acc zero() { return {_mm512_setzero_ps(), _mm256_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m512i s = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
       const __m512i p = _mm512_maddubs_epi16(u.q[k], _mm512_loadu_si512(a.qs + 64 * k));
       s = _mm512_dpwssd_epi32(s, p, u.sc[k]);
     }
-    acc.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(a.d * u.d), acc.sum);
     const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
-    acc.mins = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(a.d * u.dmin), acc.mins);
+    int sumi, summ;
+    hsum2_epi32(s, m, &sumi, &summ);
+    const float dall = a.d * u.d, dmin = a.d * u.dmin;
+    acc.sum += dall * static_cast<float>(sumi) - dmin * static_cast<float>(summ);
   }
-  static float reduce(const Acc& acc) { return hsum512(acc.sum) - hsum256(acc.mins); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 struct DotQ5K : DotQ4K {
@@ -135,19 +155,43 @@ struct DotQ5K : DotQ4K {
   }
 };
 
-struct DotQ6K {
-  using WBlock = BlockQ6_K;
+// K-quants with 16 signed scales per superblock and quants stored with an offset
+// (Q6_K: q - 32, Q3_K: q - 4): unsigned quants in maddubs, the offset through bsums.
+template <int kOffsetShift>
+struct DotOffsetK {
   using ABlock = BlockQ8_K;
   static constexpr int kBlock = 256;
   struct Unpacked {
-    __m512i q[4];    // elements 64i .. 64i + 63, unsigned 0..63
+    __m512i q[4];    // elements 64i .. 64i + 63, unsigned
     __m512i sc[4];   // int16 scale per lane (sub-blocks of 16)
-    __m256i sc16;    // the 16 scales, for the -32 offset through bsums
+    __m256i sc16;    // the 16 scales, for the offset through bsums
     float d;
   };
-  struct Acc {
-    __m512 sum;
-  };
+  using Acc = AccK;
+  static void set_scales(__m256i sc16, Unpacked& u) {
+    u.sc16 = sc16;
+    const __m512i s = _mm512_castsi256_si512(sc16);
+    for (int i = 0; i < 4; ++i) u.sc[i] = _mm512_permutexvar_epi16(idx_quad(4 * i), s);
+  }
+  static Acc zero() { return {0.0f}; }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m512i s = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      const __m512i p = _mm512_maddubs_epi16(u.q[i], _mm512_loadu_si512(a.qs + 64 * i));
+      s = _mm512_dpwssd_epi32(s, p, u.sc[i]);
+    }
+    // sum sc * (q - off) * a = sum sc * q * a - off * sum_j sc_j * bsums_j
+    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
+    int sumi, soff;
+    hsum2_epi32(s, off, &sumi, &soff);
+    sumi -= soff << kOffsetShift;
+    acc.sum += (a.d * u.d) * static_cast<float>(sumi);
+  }
+  static float reduce(const Acc& acc) { return acc.sum; }
+};
+
+struct DotQ6K : DotOffsetK<5> {
+  using WBlock = BlockQ6_K;
 
   static void unpack(const WBlock& b, Unpacked& u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
@@ -163,24 +207,69 @@ struct DotQ6K {
       u.q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), h_lo);
       u.q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), h_hi);
     }
-    u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    const __m512i s = _mm512_castsi256_si512(u.sc16);
-    for (int i = 0; i < 4; ++i) u.sc[i] = _mm512_permutexvar_epi16(idx_quad(4 * i), s);
+    set_scales(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))), u);
     u.d = half_to_float(b.d);
   }
-  static Acc zero() { return {_mm512_setzero_ps()}; }
-  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
-    __m512i s = _mm512_setzero_si512();
-    for (int i = 0; i < 4; ++i) {
-      const __m512i p = _mm512_maddubs_epi16(u.q[i], _mm512_loadu_si512(a.qs + 64 * i));
-      s = _mm512_dpwssd_epi32(s, p, u.sc[i]);
-    }
-    // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_j sc_j * bsums_j
-    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
-    s = _mm512_sub_epi32(s, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
-    acc.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(a.d * u.d), acc.sum);
+};
+
+// Q2_K and Q3_K low bits: element 128n + 32s + l is bits 2s..2s+1 of qs[32n + l]. Register k
+// holds elements 64k..64k+63: qs[32(k/2)..] shifted by 4(k%2) (first 32) and 4(k%2)+2.
+inline __m512i crumbs(const uint8_t* qs, int k) {
+  const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (k / 2))));
+  const int s0 = 4 * (k % 2);
+  const __m512i sh = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<short>(s0)),
+                                             _mm512_set1_epi16(static_cast<short>(s0 + 2)));
+  return _mm512_and_si512(_mm512_srlv_epi16(q, sh), _mm512_set1_epi8(3));
+}
+
+// Q2_K: x = d * (sc & 15) * q - dmin * (sc >> 4) per sub-block of 16; same accumulation as
+// Q4_K (mins through bsums), with 16 scales instead of 8.
+struct DotQ2K : DotQ4K {
+  using WBlock = BlockQ2_K;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    for (int k = 0; k < 4; ++k) u.q[k] = crumbs(b.qs, k);
+    const __m256i sm = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m512i sc = _mm512_castsi256_si512(_mm256_and_si256(sm, _mm256_set1_epi16(15)));
+    for (int k = 0; k < 4; ++k) u.sc[k] = _mm512_permutexvar_epi16(idx_quad(4 * k), sc);
+    u.mins = _mm256_srli_epi16(sm, 4);
+    u.d = half_to_float(b.d);
+    u.dmin = half_to_float(b.dmin);
   }
-  static float reduce(const Acc& acc) { return hsum512(acc.sum); }
+};
+
+// The 16 signed 6-bit scales of a Q3_K block as int8 (kernels/ref: q3_k_scales): low 4 bits
+// from the nibbles of bytes 0..7 (j < 8: low nibble of byte j, else high nibble of byte
+// j - 8), high 2 bits from byte 8 + j % 4 at bit 2 (j / 4); minus 32.
+inline __m128i q3_k_scales(const uint8_t* p) {
+  uint64_t lo8;
+  uint32_t hi4;
+  std::memcpy(&lo8, p, 8);
+  std::memcpy(&hi4, p + 8, 4);
+  const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(lo8));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+  const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(hi4)), _mm_setr_epi32(0, 2, 4, 6)),
+                                   _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+// Q3_K: q = low 2 bits - (hmask bit ? 0 : 4), stored here as low | hbit << 2 (= q + 4).
+// The hmask bit of element 128n + 32s + l is bit 4n + s of hmask[l]: bits 2k, 2k + 1 for
+// register k.
+struct DotQ3K : DotOffsetK<2> {
+  using WBlock = BlockQ3_K;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
+    const __m512i four = _mm512_set1_epi8(4);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i bit = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
+                                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
+      const __m512i q = crumbs(b.qs, k);
+      u.q[k] = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bit), q, four);
+    }
+    set_scales(_mm256_cvtepi8_epi16(q3_k_scales(b.scales)), u);
+    u.d = half_to_float(b.d);
+  }
 };
 
 // 32-blocks against Q8_0 activations: signed weights in one ymm, |w| x (a * sign(w)) with
@@ -238,6 +327,46 @@ struct DotQ8_0 : Dot32Base {
   using WBlock = BlockQ8_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);
+  }
+};
+
+// Q4_1/Q5_1 against Q8_1: x = d * q + m with unsigned q, so dpbusd takes the quants as
+// they are; the min meets the activation block sum s: + m * s per block.
+struct DotMin32Base {
+  using ABlock = BlockQ8_1;
+  static constexpr int kBlock = 32;
+  struct Unpacked {
+    __m256i q;
+    float d, m;
+  };
+  struct Acc {
+    __m256 sum;
+    float mins;
+  };
+  static Acc zero() { return {_mm256_setzero_ps(), 0.0f}; }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
+    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
+    acc.mins += u.m * half_to_float(a.s);
+  }
+  static float reduce(const Acc& acc) { return hsum256(acc.sum) + acc.mins; }
+};
+struct DotQ4_1 : DotMin32Base {
+  using WBlock = BlockQ4_1;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    u.q = nibbles32(b.qs);
+    u.d = half_to_float(b.d);
+    u.m = half_to_float(b.m);
+  }
+};
+struct DotQ5_1 : DotMin32Base {
+  using WBlock = BlockQ5_1;
+  static void unpack(const WBlock& b, Unpacked& u) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    u.q = _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10)));
+    u.d = half_to_float(b.d);
+    u.m = half_to_float(b.m);
   }
 };
 

@@ -7,7 +7,7 @@
 // (quantize_stream). Nothing but one batch of rows is ever held in memory, so even a
 // full-size V3 file can be written on a small machine, given the disk.
 //
-// Weights: every element is N(0, 0.02) from a generator seeded by (--seed, tensor name,
+// Weights: every element is ~N(0, 0.02) from a generator seeded by (--seed, tensor name,
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
 // keeps every layer's output of the order of its input: the model runs stably.
@@ -65,15 +65,16 @@ uint64_t name_hash(const std::string& s) {
   return h;
 }
 
-// n normal deviates (Box-Muller) from the row's own generator.
+// n approximately normal deviates: each is the sum of four 16-bit uniforms from one
+// 64-bit draw (Irwin-Hall, variance 4/12 of the unit range), rescaled to stddev. Tails stop
+// at about 3.5 sigma, which suits random weights and is several times faster than
+// Box-Muller -- generation dominates the time of F16/Q8_0 synth models.
 void fill_normal(uint64_t state, float stddev, float* out, int64_t n) {
-  constexpr double kTwoPi = 6.283185307179586;
-  for (int64_t i = 0; i < n; i += 2) {
-    const double u1 = (static_cast<double>(splitmix64(&state) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-    const double u2 = static_cast<double>(splitmix64(&state) >> 11) * 0x1.0p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
-    out[i] = static_cast<float>(r * std::cos(kTwoPi * u2));
-    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(kTwoPi * u2));
+  const float scale = stddev / (65536.0f * 0.57735027f);  // sqrt(4/12) = 0.577...
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = splitmix64(&state);
+    const int32_t sum = static_cast<int32_t>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+    out[i] = static_cast<float>(sum - 2 * 65535) * scale;
   }
 }
 

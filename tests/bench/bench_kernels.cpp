@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel_test_data.h"
+#include "kernels/onednn_gemm.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
 }
 
 void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
-                  int n_threads) {
+                  int n_threads, bool onednn) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -44,10 +45,12 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
   const Problem& p = problem(*kt, t, n_in, n_out, n_tok);
   auto* out = const_cast<float*>(p.out.data());
   auto run = [&](int64_t r0, int64_t r1) {
-    kt->matmul({.wtype = t, .w = p.w.data(), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
+    const ds::MatmulArgs args{.wtype = t, .w = p.w.data(), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
                 .row_begin = r0, .row_end = r1, .act = p.act.data(),
                 .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok, .out = out,
-                .out_stride = n_out});
+                .out_stride = n_out};
+    if (!onednn) return kt->matmul(args);
+    if (!ds::onednn_matmul(args)) state.SkipWithError("oneDNN failed");
   };
   for (auto _ : state) {
     if (n_threads == 1) {
@@ -65,7 +68,62 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
       benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * iters / 1e9, benchmark::Counter::kIsRate);
 }
 
+// Decode attention (1 query at position ctx - 1) over a paged F16 cache of 16-token pages.
+struct AttnProblem {
+  std::vector<uint8_t> pages;
+  std::vector<const uint8_t*> blocks;
+  std::vector<float> q, out;
+};
+
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx) {
+  const ds::KernelTable* kt = ds::kernel_table(isa);
+  if (!kt) {
+    state.SkipWithError("ISA not available on this CPU");
+    return;
+  }
+  // MLA: V2-Lite-like 16 heads over [c 512 | k_pe 64]; GQA: Qwen-1.5B-like 12 heads, 2 KV heads of 128.
+  const int n_head = mla ? 16 : 12, width = mla ? 576 : 2 * 2 * 128, block = 16;
+  std::mt19937 rng(5);
+  AttnProblem p;
+  const size_t row = static_cast<size_t>(width) * 2;
+  p.pages.resize(row * static_cast<size_t>((ctx + block - 1) / block * block));
+  const auto x = ds::test::random_floats(rng, width);
+  for (int64_t j = 0; j < ctx; ++j) kt->store_kv(GgmlType::F16, x.data(), p.pages.data() + j * row, width);
+  for (int64_t b = 0; b * block < ctx; ++b) p.blocks.push_back(p.pages.data() + b * block * row);
+  p.q = ds::test::random_floats(rng, n_head * 576);
+  p.out.resize(static_cast<size_t>(n_head) * 512);
+  const int32_t pos = static_cast<int32_t>(ctx - 1);
+  const ds::KvView kv{.type = GgmlType::F16, .blocks = p.blocks.data(), .block_size = block, .row_stride = row,
+                      .head_offset = mla ? 0u : 256u, .elem_offset = 0};
+  for (auto _ : state) {
+    if (mla) {
+      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = 1, .q_abs = p.q.data(),
+                    .q_pe = p.q.data() + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = &pos,
+                    .kv = kv, .out = p.out.data(), .out_tok_stride = n_head * 512, .out_head_stride = 512,
+                    .head_begin = 0, .head_end = n_head});
+    } else {
+      ds::KvView v = kv;
+      v.elem_offset = 2 * 128 * 2;
+      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = 1,
+                      .q = p.q.data(), .q_tok_stride = n_head * 128, .q_head_stride = 128, .q_pos = &pos, .k = kv,
+                      .v = v, .out = p.out.data(), .out_tok_stride = n_head * 128, .out_head_stride = 128,
+                      .head_begin = 0, .head_end = n_head});
+    }
+    benchmark::DoNotOptimize(p.out.data());
+  }
+  const double flops = 2.0 * n_head * static_cast<double>(ctx) * (mla ? 576 + 512 : 256);
+  state.counters["GFLOPS"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
 void register_all() {
+  for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
+    for (bool mla : {true, false})
+      for (int64_t ctx : {512, 4096, 16384}) {
+        const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
+                                 std::to_string(ctx);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx)->Unit(benchmark::kMicrosecond);
+      }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
                             GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1};
@@ -80,10 +138,28 @@ void register_all() {
                                      ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
                                      std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
                                      "/threads:" + std::to_string(n_threads);
-            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads)
+            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, false)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  // oneDNN (its own threading: set OMP_NUM_THREADS to compare with one of our threads).
+  for (GgmlType t : {GgmlType::F32, GgmlType::BF16})
+    for (auto [n_in, n_out] : shapes)
+      for (int64_t n_tok : {1, 64, 512}) {
+        const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + "onednn/" + ds::ggml_type_name(t) + "/" +
+                                 std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok);
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kRef, t, n_in, n_out, n_tok, 1, true)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+  for (GgmlType t : {GgmlType::F32, GgmlType::BF16, GgmlType::Q4_K})
+    for (auto [n_in, n_out] : shapes) {
+      const std::string name = std::string("GEMM/avx512/") + ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
+                               std::to_string(n_out) + "/tok:512/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, 512, 1, false)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ namespace {
 // double: sqrt(n)-ish growth, bounded here for n <= 4099.
 constexpr double kDotTol = 1e-5;
 constexpr double kFloatDotTol = 2e-5;
+// [KQUANT_EXACT]: K-quant dot products are bit-identical to the reference on every ISA.
+bool kquant(GgmlType t) { return ggml_type_traits(t).block_size == 256; }
 // Elementwise ops with vectorized exp/sqrt: a few ulps.
 constexpr double kElemRelTol = 2e-6;
 
@@ -72,6 +74,9 @@ TEST(IsaVsRef, VecDotAgreesToFloatRounding) {
         const float want = ref::vec_dot(t, n, w.data(), act.data());
         const float got = kt->vec_dot(t, n, w.data(), act.data());
         EXPECT_NEAR(got, want, tol) << isa_label(*kt, t) << " n=" << n;
+        if (kquant(t)) {
+          EXPECT_EQ(f32_to_bits(got), f32_to_bits(want)) << isa_label(*kt, t) << " n=" << n;
+        }
       }
 }
 
@@ -104,7 +109,11 @@ TEST(IsaVsRef, MatmulMatchesRefAndIsBatchInvariant) {
           const void* ar = act.data() + it * arow;
           const double want = ref::vec_dot(t, n, wr, ar);
           const double tol = (ggml_type_traits(t).block_size == 1 ? kFloatDotTol : kDotTol) * abs_dot(t, wr, ar, n);
-          const double err = std::fabs(full[static_cast<size_t>(it * ld + r)] - want);
+          const float got = full[static_cast<size_t>(it * ld + r)];
+          if (kquant(t)) {
+            ASSERT_EQ(f32_to_bits(got), f32_to_bits(static_cast<float>(want))) << isa_label(*kt, t);
+          }
+          const double err = std::fabs(got - want);
           worst = std::max(worst, err / std::max(tol, 1e-30));
           ASSERT_LE(err, tol) << isa_label(*kt, t) << " row " << r << " tok " << it;
         }

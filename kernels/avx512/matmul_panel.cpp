@@ -1,0 +1,248 @@
+// AVX-512 VNNI "panel" matmul for K-quants when many activation rows share the weights
+// (prefill): 16 weight rows are unpacked per superblock into registers whose 16 int32 lanes
+// are the 16 rows ("lanes = rows"), so one dpbusd with a broadcast group of 4 activation
+// quants does 64 multiply-adds for 16 different outputs, sub-block scales are one mullo
+// per sub-block, and no horizontal sums are needed. The unpacked panel (gathered straight
+// from the 16 rows) is reused by every activation row of the chunk.
+//
+// [KQUANT_EXACT]: per (row, token, superblock) the integer sums are exact and the float
+// operations are the reference's (dall * sumi - dmin * summ, then the running sum), one lane
+// per row, so results are bit-identical to kernels/ref and to the 1-row path in matmul.cpp;
+// choosing this path by batch size therefore keeps [BATCH_INVARIANT].
+#include <immintrin.h>
+
+#include <cstddef>
+
+#include "kernels/avx512/kernels_avx512.h"
+#include "kernels/quant/blocks.h"
+
+namespace ds::avx512 {
+namespace {
+
+constexpr int kPanelToks = 4;  // activation rows per pass over an unpacked panel
+
+// One superblock of 16 rows. Sub-block j (32 elements for Q4_K/Q5_K) is 8 groups of 4
+// quants: q[j][g] lane r = row r's quants 4g..4g+3 of sub-block j (u8).
+struct PanelK4 {
+  __m512i q[8][8];
+  __m512i sc[8];   // int32 scale of sub-block j per row
+  __m512i mp[8];   // int16 pairs (m_j, m_j) per row, against the bsums pair (2j, 2j + 1)
+  __m512 d, dmin;  // per row
+};
+
+inline __m512i gather_dwords(const uint8_t* base, __m512i vidx) { return _mm512_i32gather_epi32(vidx, base, 1); }
+
+inline __m512i byte_of(__m512i v, int k) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * k), _mm512_set1_epi32(0xFF));
+}
+
+// Scales, mins and block scales of 16 rows (SPEC.md "Block formats" scales formula, four
+// sub-blocks per 32-bit word, vectorized across rows). blk: the row-0 block.
+void unpack_scales_k4(const uint8_t* d_dmin, const uint8_t* scales, __m512i vidx, PanelK4& p) {
+  const __m512i dd = gather_dwords(d_dmin, vidx);
+  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dd, _mm512_set1_epi32(0xFFFF))));
+  p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  const __m512i w0 = gather_dwords(scales, vidx), w1 = gather_dwords(scales + 4, vidx),
+                w2 = gather_dwords(scales + 8, vidx);
+  const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F),
+                m2 = _mm512_set1_epi32(0x03030303);
+  const __m512i sc03 = _mm512_and_si512(w0, m6), m03 = _mm512_and_si512(w1, m6);
+  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(w2, m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
+  const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
+                                      _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), m2), 4));
+  for (int j = 0; j < 4; ++j) {
+    p.sc[j] = byte_of(sc03, j);
+    p.sc[j + 4] = byte_of(sc47, j);
+    const __m512i a = byte_of(m03, j), b = byte_of(m47, j);
+    p.mp[j] = _mm512_or_si512(a, _mm512_slli_epi32(a, 16));
+    p.mp[j + 4] = _mm512_or_si512(b, _mm512_slli_epi32(b, 16));
+  }
+}
+
+// qs: 4 pairs of sub-blocks, 32 bytes each (low nibbles: sub-block 2p, high: 2p + 1).
+// qh (Q5_K, else null): bit j of byte l is the 5th bit of sub-block j's element l.
+void unpack_quants_k4(const uint8_t* qs, const uint8_t* qh, __m512i vidx, PanelK4& p) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int dw = 0; dw < 32; ++dw) {
+    const __m512i v = gather_dwords(qs + 4 * dw, vidx);
+    const int pair = dw / 8, g = dw % 8;
+    p.q[2 * pair][g] = _mm512_and_si512(v, m4);
+    p.q[2 * pair + 1][g] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+  }
+  if (!qh) return;
+  const __m512i one = _mm512_set1_epi8(1);
+  for (int g = 0; g < 8; ++g) {
+    const __m512i h = gather_dwords(qh + 4 * g, vidx);
+    for (int j = 0; j < 8; ++j)
+      p.q[j][g] = _mm512_or_si512(p.q[j][g], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, j), one), 4));
+  }
+}
+
+// acc[t] (lane r) += reference float step for rows x tokens t < NT of one superblock.
+template <int NT>
+void accumulate_k4(const PanelK4& p, const BlockQ8_K* const* a, __m512* acc) {
+  __m512i sumi[NT], summ[NT];
+  for (int t = 0; t < NT; ++t) {
+    sumi[t] = _mm512_setzero_si512();
+    summ[t] = _mm512_setzero_si512();
+  }
+  for (int j = 0; j < 8; ++j) {
+    __m512i s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+    for (int g = 0; g < 8; ++g)
+      for (int t = 0; t < NT; ++t) {
+        int32_t a4;
+        __builtin_memcpy(&a4, a[t]->qs + 32 * j + 4 * g, 4);
+        s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], _mm512_set1_epi32(a4));
+      }
+    for (int t = 0; t < NT; ++t) {
+      sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
+      int32_t b2;
+      __builtin_memcpy(&b2, a[t]->bsums + 2 * j, 4);
+      summ[t] = _mm512_dpwssd_epi32(summ[t], _mm512_set1_epi32(b2), p.mp[j]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    const __m512 ad = _mm512_set1_ps(a[t]->d);
+    const __m512 dall = _mm512_mul_ps(ad, p.d), dmin = _mm512_mul_ps(ad, p.dmin);
+    const __m512 step = _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi[t])),
+                                      _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[t])));
+    acc[t] = _mm512_add_ps(acc[t], step);
+  }
+}
+
+template <class WB, bool kHasQh>
+void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const int64_t nb = m.n_in / kQK_K;
+  const auto* act = static_cast<const uint8_t*>(m.act);
+  __m512 acc[64];  // nt <= 64 (the token chunk)
+  for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
+  PanelK4 p;
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const auto* b = reinterpret_cast<const WB*>(w0) + ib;
+    const auto* base = reinterpret_cast<const uint8_t*>(b);
+    unpack_scales_k4(base + offsetof(WB, d), base + offsetof(WB, scales), vidx, p);
+    const uint8_t* qh = nullptr;
+    if constexpr (kHasQh) qh = base + offsetof(WB, qh);
+    unpack_quants_k4(base + offsetof(WB, qs), qh, vidx, p);
+    int64_t t = 0;
+    const BlockQ8_K* a[kPanelToks];
+    for (; t + kPanelToks <= nt; t += kPanelToks) {
+      for (int k = 0; k < kPanelToks; ++k)
+        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
+      accumulate_k4<kPanelToks>(p, a, acc + t);
+    }
+    for (; t < nt; ++t) {
+      a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
+      accumulate_k4<1>(p, a, acc + t);
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
+}
+
+// Q6_K: 16 sub-blocks of 16 = 4 groups of 4 quants (u8 0..63; the -32 goes through the
+// bsums), 16 signed scales.
+struct PanelQ6K {
+  __m512i q[16][4];
+  __m512i sc[16];  // int32 scale per row
+  __m512i sp[8];   // int16 pairs (sc_2k, sc_2k+1) per row, against the bsums pair (2k, 2k + 1)
+  __m512 d;
+};
+
+// Element e = 128n + 32qq + l: low (qq < 2) or high nibble of ql[64n + 32(qq % 2) + l],
+// bits 2qq..2qq+1 of qh[32n + l] (the reference's dequantize order).
+void unpack_q6k(const BlockQ6_K* b, __m512i vidx, PanelQ6K& p) {
+  const auto* base = reinterpret_cast<const uint8_t*>(b);
+  __m512i ql[32], qh[16];
+  for (int i = 0; i < 32; ++i) ql[i] = gather_dwords(base + offsetof(BlockQ6_K, ql) + 4 * i, vidx);
+  for (int i = 0; i < 16; ++i) qh[i] = gather_dwords(base + offsetof(BlockQ6_K, qh) + 4 * i, vidx);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  for (int j = 0; j < 16; ++j) {
+    const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
+    for (int g = 0; g < 4; ++g) {
+      const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(ql[(64 * n + 32 * (qq % 2) + l0) / 4 + g], 4 * (qq / 2)), m4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh[(32 * n + l0) / 4 + g], 2 * qq), m2);
+      p.q[j][g] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = gather_dwords(base + offsetof(BlockQ6_K, scales) + 4 * k, vidx);
+    for (int i = 0; i < 4; ++i) p.sc[4 * k + i] = _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * i), 24);
+  }
+  for (int k = 0; k < 8; ++k)
+    p.sp[k] = _mm512_or_si512(_mm512_and_si512(p.sc[2 * k], _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(p.sc[2 * k + 1], 16));
+  // d sits in the block's last two bytes: gather the dword ending there (in bounds).
+  const __m512i dd = gather_dwords(base + offsetof(BlockQ6_K, d) - 2, vidx);
+  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+}
+
+template <int NT>
+void accumulate_q6k(const PanelQ6K& p, const BlockQ8_K* const* a, __m512* acc) {
+  __m512i sumi[NT], off[NT];
+  for (int t = 0; t < NT; ++t) {
+    sumi[t] = _mm512_setzero_si512();
+    off[t] = _mm512_setzero_si512();
+  }
+  for (int j = 0; j < 16; ++j) {
+    __m512i s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+    for (int g = 0; g < 4; ++g)
+      for (int t = 0; t < NT; ++t) {
+        int32_t a4;
+        __builtin_memcpy(&a4, a[t]->qs + 16 * j + 4 * g, 4);
+        s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], _mm512_set1_epi32(a4));
+      }
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
+  }
+  for (int k = 0; k < 8; ++k)
+    for (int t = 0; t < NT; ++t) {
+      int32_t b2;
+      __builtin_memcpy(&b2, a[t]->bsums + 2 * k, 4);
+      off[t] = _mm512_dpwssd_epi32(off[t], _mm512_set1_epi32(b2), p.sp[k]);
+    }
+  for (int t = 0; t < NT; ++t) {
+    const __m512i si = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
+    const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a[t]->d), p.d);
+    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
+  }
+}
+
+void panel_q6k(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const auto* act = static_cast<const uint8_t*>(m.act);
+  __m512 acc[64];
+  for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
+  PanelQ6K p;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    unpack_q6k(reinterpret_cast<const BlockQ6_K*>(w0) + ib, vidx, p);
+    const BlockQ8_K* a[kPanelToks];
+    int64_t t = 0;
+    for (; t + kPanelToks <= nt; t += kPanelToks) {
+      for (int k = 0; k < kPanelToks; ++k)
+        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
+      accumulate_q6k<kPanelToks>(p, a, acc + t);
+    }
+    for (; t < nt; ++t) {
+      a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
+      accumulate_q6k<1>(p, a, acc + t);
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
+}
+
+}  // namespace
+
+bool panel_supported(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
+
+void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  if (m.wtype == GgmlType::Q4_K) return panel_k4<BlockQ4_K, false>(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q5_K) return panel_k4<BlockQ5_K, true>(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q6_K) return panel_q6k(m, r0, t0, nt);
+}
+
+}  // namespace ds::avx512
