@@ -8,8 +8,9 @@
 // the Q6_K/Q3_K offsets go through the activation's bsums. [KQUANT_EXACT] K-quants reduce
 // each superblock's integer sums exactly and then apply the reference's float operations in
 // the reference's order (dall * sumi - dmin * summ, summed block by block), so their dot
-// products are bit-identical to kernels/ref on every ISA. 32-blocks keep 8 float lanes
-// (fixed order, so [BATCH_INVARIANT] holds; equal to the reference to float rounding).
+// products are bit-identical to kernels/ref on every ISA. [QUANT_EXACT] The 32-block types
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) do the same per block, so every quantized dot product is
+// bit-identical to the reference.
 //
 // Every struct has: WBlock, ABlock, Unpacked, Acc, kBlock (elements), unpack(), zero(),
 // accumulate(), reduce().
@@ -280,14 +281,14 @@ struct Unpacked32 {
   float d;
 };
 struct Acc32 {
-  __m256 sum;
+  float sum;  // the reference's running float sum ([QUANT_EXACT])
 };
 struct Dot32Base {
   using ABlock = BlockQ8_0;
   using Unpacked = Unpacked32;
   using Acc = Acc32;
   static constexpr int kBlock = 32;
-  static Acc zero() { return {_mm256_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void finish_unpack(__m256i w, half_t d, Unpacked& u) {
     u.w = w;
     u.absw = _mm256_abs_epi8(w);
@@ -296,9 +297,9 @@ struct Dot32Base {
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)), u.w);
     const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.absw, s);
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
+    acc.sum += static_cast<float>(hsum_epi32(p)) * (u.d * half_to_float(a.d));
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 // qs[j]: low nibble = element j, high nibble = element j + 16.
@@ -339,17 +340,13 @@ struct DotMin32Base {
     __m256i q;
     float d, m;
   };
-  struct Acc {
-    __m256 sum;
-    float mins;
-  };
-  static Acc zero() { return {_mm256_setzero_ps(), 0.0f}; }
+  using Acc = Acc32;
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
-    acc.mins += u.m * half_to_float(a.s);
+    acc.sum += static_cast<float>(hsum_epi32(p)) * (u.d * half_to_float(a.d)) + u.m * half_to_float(a.s);
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum) + acc.mins; }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 struct DotQ4_1 : DotMin32Base {
   using WBlock = BlockQ4_1;

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <type_traits>
 
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/quant/blocks.h"
@@ -235,14 +236,166 @@ void panel_q6k(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
 }
 
+// 32-blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): 8 groups of 4 unsigned quants per block and
+// row; signed Q8_0 quants are biased by 128. The integer dot is dpbusd(q, a) - off * sum(a)
+// (off = 8, 16, 128 or 0), exact; then the reference's float step per lane:
+// sum += float(sumi) * (dx * dy) [+ mx * sy for the _1 types].
+struct Panel32 {
+  __m512i q[8];
+  __m512 d, m;  // m only for Q4_1/Q5_1
+};
+
+// Element 4g + b (b < 4) of a block: byte b of q[g]. Nibble layout: qs[j] low = element j,
+// high = element j + 16. h (Q5 types): bit j of the 32-bit qh is the 5th bit of element j.
+void nibbles_panel(const uint8_t* qs, __m512i vidx, Panel32& p) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int g = 0; g < 4; ++g) {
+    const __m512i v = gather_dwords(qs + 4 * g, vidx);
+    p.q[g] = _mm512_and_si512(v, m4);
+    p.q[g + 4] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+  }
+}
+void fifth_bits_panel(const uint8_t* qh, __m512i vidx, Panel32& p) {
+  const __m512i h = gather_dwords(qh, vidx);
+  const __m512i one = _mm512_set1_epi32(1);
+  for (int g = 0; g < 8; ++g) {
+    const __m512i t = _mm512_srli_epi32(h, 4 * g);
+    __m512i bits = _mm512_and_si512(t, one);
+    for (int b = 1; b < 4; ++b)
+      bits = _mm512_or_si512(bits, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, b), one), 8 * b));
+    p.q[g] = _mm512_or_si512(p.q[g], _mm512_slli_epi32(bits, 4));
+  }
+}
+inline __m512 half_lo(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)))); }
+inline __m512 half_hi(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
+
+struct P32Q8_0 {
+  using WB = BlockQ8_0;
+  static constexpr int kOff = 128;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
+    for (int g = 0; g < 8; ++g)
+      p.q[g] = _mm512_xor_si512(gather_dwords(b + offsetof(BlockQ8_0, qs) + 4 * g, vidx), _mm512_set1_epi8(-128));
+    p.d = half_lo(gather_dwords(b, vidx));
+  }
+};
+struct P32Q4_0 {
+  using WB = BlockQ4_0;
+  static constexpr int kOff = 8;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
+    nibbles_panel(b + offsetof(BlockQ4_0, qs), vidx, p);
+    p.d = half_lo(gather_dwords(b, vidx));
+  }
+};
+struct P32Q5_0 {
+  using WB = BlockQ5_0;
+  static constexpr int kOff = 16;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
+    nibbles_panel(b + offsetof(BlockQ5_0, qs), vidx, p);
+    fifth_bits_panel(b + offsetof(BlockQ5_0, qh), vidx, p);
+    p.d = half_lo(gather_dwords(b, vidx));
+  }
+};
+struct P32Q4_1 {
+  using WB = BlockQ4_1;
+  static constexpr int kOff = 0;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
+    nibbles_panel(b + offsetof(BlockQ4_1, qs), vidx, p);
+    const __m512i dm = gather_dwords(b, vidx);
+    p.d = half_lo(dm);
+    p.m = half_hi(dm);
+  }
+};
+struct P32Q5_1 {
+  using WB = BlockQ5_1;
+  static constexpr int kOff = 0;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
+    nibbles_panel(b + offsetof(BlockQ5_1, qs), vidx, p);
+    fifth_bits_panel(b + offsetof(BlockQ5_1, qh), vidx, p);
+    const __m512i dm = gather_dwords(b, vidx);
+    p.d = half_lo(dm);
+    p.m = half_hi(dm);
+  }
+};
+
+// Sum of the 32 int8 quants of an activation block: SAD of the biased bytes.
+inline int act_sum(const int8_t* qs) {
+  const __m256i biased = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)), _mm256_set1_epi8(-128));
+  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+  return static_cast<int>(_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) - 32 * 128;
+}
+
+template <class L, class AB, int NT>
+void accumulate32(const Panel32& p, const AB* const* a, __m512* acc) {
+  __m512i s[NT];
+  for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+  for (int g = 0; g < 8; ++g)
+    for (int t = 0; t < NT; ++t) {
+      int32_t a4;
+      __builtin_memcpy(&a4, a[t]->qs + 4 * g, 4);
+      s[t] = _mm512_dpbusd_epi32(s[t], p.q[g], _mm512_set1_epi32(a4));
+    }
+  for (int t = 0; t < NT; ++t) {
+    if constexpr (L::kOff != 0) s[t] = _mm512_sub_epi32(s[t], _mm512_set1_epi32(L::kOff * act_sum(a[t]->qs)));
+    const __m512 dd = _mm512_mul_ps(p.d, _mm512_set1_ps(_cvtsh_ss(a[t]->d)));
+    __m512 step = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), dd);
+    if constexpr (L::kMin) step = _mm512_add_ps(step, _mm512_mul_ps(p.m, _mm512_set1_ps(_cvtsh_ss(a[t]->s))));
+    acc[t] = _mm512_add_ps(acc[t], step);
+  }
+}
+
+template <class L>
+void panel32(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  using AB = std::conditional_t<L::kMin, BlockQ8_1, BlockQ8_0>;
+  const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const auto* act = static_cast<const uint8_t*>(m.act);
+  __m512 acc[64];
+  for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
+  Panel32 p;
+  for (int64_t ib = 0; ib < m.n_in / 32; ++ib) {
+    L::unpack(w0 + ib * sizeof(typename L::WB), vidx, p);
+    const AB* a[kPanelToks];
+    int64_t t = 0;
+    for (; t + kPanelToks <= nt; t += kPanelToks) {
+      for (int k = 0; k < kPanelToks; ++k) a[k] = reinterpret_cast<const AB*>(act + (t0 + t + k) * m.act_row_stride) + ib;
+      accumulate32<L, AB, kPanelToks>(p, a, acc + t);
+    }
+    for (; t < nt; ++t) {
+      a[0] = reinterpret_cast<const AB*>(act + (t0 + t) * m.act_row_stride) + ib;
+      accumulate32<L, AB, 1>(p, a, acc + t);
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
+}
+
 }  // namespace
 
-bool panel_supported(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
+bool panel_supported(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
+      return true;
+    default:
+      return false;
+  }
+}
 
 void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   if (m.wtype == GgmlType::Q4_K) return panel_k4<BlockQ4_K, false>(m, r0, t0, nt);
   if (m.wtype == GgmlType::Q5_K) return panel_k4<BlockQ5_K, true>(m, r0, t0, nt);
   if (m.wtype == GgmlType::Q6_K) return panel_q6k(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q8_0) return panel32<P32Q8_0>(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q4_0) return panel32<P32Q4_0>(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q5_0) return panel32<P32Q5_0>(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q4_1) return panel32<P32Q4_1>(m, r0, t0, nt);
+  if (m.wtype == GgmlType::Q5_1) return panel32<P32Q5_1>(m, r0, t0, nt);
 }
 
 }  // namespace ds::avx512

@@ -52,6 +52,11 @@ class Runner {
   // Logits rows in chunk order (engine.h SeqChunk). trace: per-block tensors, or null.
   Status step(std::span<const SeqChunk> chunks, float* logits, const TraceFn* trace = nullptr);
 
+  // Stage timing of step() (Engine::profile); off by default.
+  void set_profiling(bool on) { profiling_ = on; }
+  std::vector<std::pair<std::string, double>> profile() const;
+  void profile_reset() { prof_ = Profile{}; }
+
   // One sub-layer of block il for one sequence's rows at positions pos0..pos0+n-1 (its KV
   // blocks reserved), on given inputs x [n][n_embd] -> out [n][n_embd]. The attention
   // sub-layer writes those positions' KV rows first. For teacher-forced tests.
@@ -73,6 +78,8 @@ class Runner {
   std::vector<SeqSlice> seqs_;
   std::vector<int64_t> out_rows_;
   std::vector<const uint8_t*> block_ptrs_;
+  bool profiling_ = false;
+  Profile prof_;
 };
 
 }  // namespace ds

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
+#include <map>
 
 #include "ds/engine.h"
 #include "model/tokenizer.h"
@@ -157,6 +159,36 @@ TEST(EngineApi, EngineLogitsMatchReference) {
   auto ids = e->tokenizer().encode(prompt, true);
   ASSERT_TRUE(ids.is_ok());
   EXPECT_EQ(*ids, tokens);
+}
+
+TEST(EngineApi, ProfilingAttributesStepTime) {
+  auto e = make_engine(opts(64, 1, "f32", 0, 64));
+  ASSERT_TRUE(e);
+  const auto tokens = ref_tokens(kModel);
+  ASSERT_TRUE(e->seq_reserve(0, 64).is_ok());
+  std::vector<float> logits(static_cast<size_t>(e->info().n_vocab));
+  SeqChunk c{.seq_id = 0, .tokens = std::span(tokens.data(), 8), .pos0 = 0};
+  ASSERT_TRUE(e->step(std::span(&c, 1), logits.data()).is_ok());
+  for (const auto& [stage, s] : e->profile()) EXPECT_EQ(s, 0.0) << stage << " counted while profiling was off";
+
+  e->set_profiling(true);
+  c = {.seq_id = 0, .tokens = std::span(tokens.data() + 8, 8), .pos0 = 8};
+  ASSERT_TRUE(e->step(std::span(&c, 1), logits.data()).is_ok());
+  const auto prof = e->profile();
+  ASSERT_EQ(prof.size(), std::size(kProfileStages));
+  std::map<std::string, double> by;
+  for (size_t i = 0; i < prof.size(); ++i) {
+    EXPECT_EQ(prof[i].first, kProfileStages[i]);
+    by[prof[i].first] = prof[i].second;
+  }
+  EXPECT_GT(by["attention"], 0.0);
+  EXPECT_GT(by["ffn_dense"], 0.0);
+  EXPECT_GT(by["output_head"], 0.0);
+  EXPECT_GT(by["quantize_act"], 0.0);
+  EXPECT_GT(by["norms+rope"], 0.0);
+  EXPECT_EQ(by["ffn_experts"], 0.0);  // llama has no MoE
+  e->profile_reset();
+  for (const auto& [stage, s] : e->profile()) EXPECT_EQ(s, 0.0) << stage;
 }
 
 }  // namespace

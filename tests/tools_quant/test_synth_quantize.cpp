@@ -17,6 +17,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 namespace ds {
@@ -301,6 +302,26 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + out), 2);
   EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + path("f32.gguf") + " Q8_0"), 2);
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The self-made vocabulary works with the project's tokenizer: text round-trips, merges
+// compress ordinary English, special tokens are single ids.
+TEST_F(ToolsTest, SynthVocabularyTokenizes) {
+  auto f = synth("tiny-llama", "Q8_0", "--layers 1");
+  ASSERT_TRUE(f);
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.is_ok()) << tok.message();
+  const std::string text = "The server answers requests quickly, and the model runs 42 layers.\n";
+  auto ids = (*tok)->encode(text, true);
+  ASSERT_TRUE(ids.is_ok()) << ids.message();
+  EXPECT_EQ((*ids)[0], key_int(*f, "tokenizer.ggml.bos_token_id"));
+  EXPECT_LT(ids->size(), text.size() / 2) << "merges should compress English text";
+  auto back = (*tok)->decode(std::span<const int32_t>(ids->data() + 1, ids->size() - 1));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(*back, text);
+  auto chat = (*tok)->encode("<\xEF\xBD\x9CUser\xEF\xBD\x9C>hi<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>", false);
+  ASSERT_TRUE(chat.is_ok());
+  EXPECT_EQ((*chat)[0], static_cast<int32_t>(f->find("tokenizer.ggml.tokens")->arr_str.size()) - 4);
 }
 
 // Seeded byte mutations of a valid model: quantize (and synth --vocab) must exit 0 or 1,
