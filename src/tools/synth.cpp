@@ -11,10 +11,12 @@
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
 // keeps every layer's output of the order of its input: the model runs stably.
+#include <cinttypes>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,17 +37,19 @@ struct SynthOptions {
   int64_t n_layers = 0;  // 0: the shape's
   uint64_t seed = 42;
   int n_threads = 0;
+  bool dry_run = false;  // print what would be written, write nothing
   std::vector<std::string> sets;
 };
 
 void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: ds-cli synth --shape NAME --out FILE [--type TYPE] [--layers N] [--seed S]\n"
-               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N]\n"
+               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N] [--dry-run]\n"
                "  Writes a random-weight GGUF model of a named shape. TYPE: %s\n"
                "  (default Q4_K_M). --layers overrides block_count; --set overrides any hyper-parameter\n"
                "  (KEY without a namespace means <arch>.KEY, e.g. --set expert_count=32). --vocab copies\n"
                "  the tokenizer of a GGUF file; without it a small byte-level BPE vocabulary is trained.\n"
+               "  --dry-run prints the parameter count, file size and tensor types and writes nothing.\n"
                "shapes:\n",
                quant_mix_names());
   for (const auto& s : synth_shapes()) std::fprintf(out, "  %-22s %s\n", s.name, s.summary);
@@ -115,6 +119,22 @@ Status build_metadata(const SynthOptions& o, GgufWriter* w, bool* rope_freqs) {
   return synth_finalize_metadata(w, *n_vocab);
 }
 
+void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlType>& types, uint64_t size) {
+  double params = 0.0;
+  std::map<std::string, std::pair<int, double>> by_type;  // name -> (count, elements)
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    double n = 1.0;
+    for (int64_t d : tensors[k].ne) n *= static_cast<double>(d);
+    params += n;
+    auto& e = by_type[ggml_type_name(types[k])];
+    e.first += 1;
+    e.second += n;
+  }
+  std::printf("tensors: %zu\nparameters: %.0f\nfile size: %" PRIu64 " bytes (%s)\n", tensors.size(), params, size,
+              human_bytes(static_cast<double>(size)).c_str());
+  for (const auto& [name, e] : by_type) std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
+}
+
 Status synth_model(const SynthOptions& o) {
   GgufWriter w;
   bool rope_freqs = false;
@@ -129,6 +149,10 @@ Status synth_model(const SynthOptions& o) {
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
   }
   const uint64_t size = w.file_size();
+  if (o.dry_run) {
+    print_plan(*tensors, types, size);
+    return Status::ok();
+  }
   const bool verbose = size > (uint64_t{256} << 20);
   std::fprintf(stderr, "synth %s (%s, %zu tensors, %s) -> %s\n", o.shape.c_str(), quant_mix_name(o.mix),
                tensors->size(), human_bytes(static_cast<double>(size)).c_str(), o.out.c_str());
@@ -183,6 +207,10 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
       print_usage(stdout);
       return -1;
     }
+    if (a == "--dry-run") {
+      o->dry_run = true;
+      continue;
+    }
     if (a != "--shape" && a != "--out" && a != "--type" && a != "--layers" && a != "--seed" && a != "--vocab" &&
         a != "--set" && a != "--threads") {
       std::fprintf(stderr, "ds-cli synth: unknown argument '%s'\n", a.c_str());
@@ -210,7 +238,7 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
       else o->n_threads = static_cast<int>(n);
     }
   }
-  if (o->shape.empty() || o->out.empty()) {
+  if (o->shape.empty() || (o->out.empty() && !o->dry_run)) {
     print_usage(stderr);
     return 2;
   }
