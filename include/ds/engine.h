@@ -26,6 +26,7 @@ struct EngineOptions {
   bool mlock = false;
   int kv_block_size = 16;    // tokens per KV block
   int max_batch_tokens = 512;  // most tokens one step may carry (sizes the scratch)
+  std::string isa;           // kernel table: ref | avx2 | avx512 | amx; empty: best (DS_ISA)
 };
 
 struct ModelInfo {

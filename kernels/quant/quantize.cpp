@@ -106,7 +106,7 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
 }
 
 // Best weighted least-squares fit of x ~ scale * L + min (L in [0, nmax], min <= 0) for
-// one sub-block. Tries the plain min/max grid step and nstep + 1 stretched ones
+// one 32-element sub-block. Tries the plain min/max grid step and nstep + 1 stretched ones
 // (nmax + rmin + rdelta*is levels across the range), solving the 2x2 normal equations
 // for scale and min at each candidate assignment and keeping the lowest weighted error.
 // Returns scale; *neg_min receives -min (>= 0), the value stored in the block.
@@ -115,7 +115,8 @@ struct FitParams {
   float rmin, rdelta;
   int nstep;
 };
-float fit_scale_min(const float* x, const float* w, int n, FitParams p, uint8_t* L, float* neg_min) {
+float fit_scale_min(const float* x, const float* w, FitParams p, uint8_t* L, float* neg_min) {
+  constexpr int n = 32;
   float mn = x[0], mx = x[0], sum_w = 0.0f, sum_x = 0.0f;
   for (int i = 0; i < n; ++i) {
     mn = std::min(mn, x[i]);
@@ -131,21 +132,37 @@ float fit_scale_min(const float* x, const float* w, int n, FitParams p, uint8_t*
   }
   auto level = [&](float iscale, float v) { return std::clamp(nearest(iscale * (v - mn)), 0, p.nmax); };
   float scale = (mx - mn) / static_cast<float>(p.nmax), best_min = mn, best_err = 0.0f;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n; ++i) {  // the plain min/max grid, error measured the same way
     L[i] = static_cast<uint8_t>(level(1.0f / scale, x[i]));
-    const float diff = scale * L[i] + mn - x[i];
-    best_err += w[i] * diff * diff;
+    const float l = static_cast<float>(L[i]);
+    best_err += w[i] * (scale * scale * l * l + 2.0f * scale * mn * l + mn * mn - 2.0f * scale * l * x[i] - 2.0f * mn * x[i]);
   }
-  uint8_t cand[32];
+  // The candidate loop is written to vectorize under strict FP (this is the hot spot of
+  // K-quant quantization): x - mn >= 0, so truncating v + 0.5 rounds to nearest, and the
+  // weighted sums run in 8 independent lanes.
+  float xm[32], lf[32];
+  for (int i = 0; i < 32; ++i) xm[i] = x[i] - mn;
+  const float fmax_level = static_cast<float>(p.nmax);
   for (int is = 0; is <= p.nstep; ++is) {
     const float iscale = (p.rmin + p.rdelta * static_cast<float>(is) + static_cast<float>(p.nmax)) / (mx - mn);
+    for (int i = 0; i < 32; ++i) {
+      const float l = static_cast<float>(static_cast<int>(iscale * xm[i] + 0.5f));
+      lf[i] = l < fmax_level ? l : fmax_level;
+    }
+    float a_l[8] = {}, a_l2[8] = {}, a_xl[8] = {};
+    for (int i = 0; i < 32; i += 8) {
+      for (int k = 0; k < 8; ++k) {
+        const float wl = w[i + k] * lf[i + k];
+        a_l[k] += wl;
+        a_l2[k] += wl * lf[i + k];
+        a_xl[k] += wl * x[i + k];
+      }
+    }
     float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const int l = level(iscale, x[i]);
-      cand[i] = static_cast<uint8_t>(l);
-      sum_l += w[i] * static_cast<float>(l);
-      sum_l2 += w[i] * static_cast<float>(l * l);
-      sum_xl += w[i] * static_cast<float>(l) * x[i];
+    for (int k = 0; k < 8; ++k) {
+      sum_l += a_l[k];
+      sum_l2 += a_l2[k];
+      sum_xl += a_xl[k];
     }
     const float det = sum_w * sum_l2 - sum_l * sum_l;
     if (det <= 0.0f) continue;
@@ -155,13 +172,11 @@ float fit_scale_min(const float* x, const float* w, int n, FitParams p, uint8_t*
       m = 0.0f;
       s = sum_xl / sum_l2;
     }
-    float err = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float diff = s * cand[i] + m - x[i];
-      err += w[i] * diff * diff;
-    }
+    // Weighted squared error from the sums, without the constant sum(w x^2):
+    // sum w (s l + m - x)^2 = s^2 Sll + 2 s m Sl + m^2 Sw - 2 s Sxl - 2 m Sx + const.
+    const float err = s * s * sum_l2 + 2.0f * s * m * sum_l + m * m * sum_w - 2.0f * s * sum_xl - 2.0f * m * sum_x;
     if (err < best_err) {
-      std::copy(cand, cand + n, L);
+      for (int i = 0; i < 32; ++i) L[i] = static_cast<uint8_t>(lf[i]);
       best_err = err;
       scale = s;
       best_min = m;
@@ -183,7 +198,7 @@ void quant_k4_common(const float* x, int nmax, FitParams fp, half_t* d_out, half
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32.0f);
     for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xs[l]);  // favour large elements
-    scales[j] = fit_scale_min(xs, w, 32, fp, L + 32 * j, &mins[j]);
+    scales[j] = fit_scale_min(xs, w, fp, L + 32 * j, &mins[j]);
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }

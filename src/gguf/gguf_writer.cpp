@@ -174,13 +174,20 @@ Status GgufWriter::add_tensor(std::string_view name, GgmlType type, const std::v
       return Status::error("gguf writer: tensor '" + t.name + "': bad dimension " + std::to_string(ne[k]));
     }
     t.ne[k] = ne[k];
-    if (k > 0) n_rows *= static_cast<uint64_t>(ne[k]);
+    if (k > 0 && __builtin_mul_overflow(n_rows, static_cast<uint64_t>(ne[k]), &n_rows)) {
+      return Status::error("gguf writer: tensor '" + t.name + "': element count overflows");
+    }
   }
   if (ne[0] % tr.block_size != 0) {
     return Status::error("gguf writer: tensor '" + t.name + "': row length " + std::to_string(ne[0]) +
                          " is not a multiple of " + tr.name + "'s block size " + std::to_string(tr.block_size));
   }
-  t.nbytes = ggml_row_size(type, ne[0]) * n_rows;
+  uint64_t nbytes = 0;
+  if (n_rows > (uint64_t{1} << 50) || __builtin_mul_overflow(static_cast<uint64_t>(ggml_row_size(type, ne[0])), n_rows, &nbytes) ||
+      nbytes > (uint64_t{1} << 50)) {
+    return Status::error("gguf writer: tensor '" + t.name + "' is too large");
+  }
+  t.nbytes = nbytes;
   tensors_.push_back(std::move(t));
   return Status::ok();
 }

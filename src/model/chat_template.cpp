@@ -125,6 +125,73 @@ const char* ChatTemplate::name() const {
   return "?";
 }
 
+namespace {
+
+using Messages = std::span<const ChatMessage>;
+
+// <bos>{system}<｜User｜>{user}<｜Assistant｜>{assistant}<eos>...; all system prompts go first,
+// joined by a blank line. R1: earlier answers lose their reasoning, and the generation prompt
+// opens it ("<think>\n").
+std::string render_deepseek3(Messages messages, const std::string& bos, const std::string& eos, bool r1, bool gen) {
+  std::string system;
+  for (const auto& m : messages) {
+    if (m.role == "system") system += (system.empty() ? "" : "\n\n") + m.content;
+  }
+  std::string out = bos + system;
+  for (const auto& m : messages) {
+    if (m.role == "user") {
+      out += kUser;
+      out += m.content;
+    } else if (m.role == "assistant") {
+      out += kAssistant;
+      out += r1 ? strip_reasoning(m.content) : std::string_view(m.content);
+      out += eos;
+    }
+  }
+  if (gen) out += std::string(kAssistant) + (r1 ? "<think>\n" : "");
+  return out;
+}
+
+// <bos>{system}\n\nUser: {user}\n\nAssistant: {assistant}<eos>...; generation: "Assistant:".
+std::string render_deepseek2(Messages messages, const std::string& bos, const std::string& eos, bool gen) {
+  std::string out = bos;
+  for (const auto& m : messages) {
+    if (m.role == "system") out += m.content + "\n\n";
+    if (m.role == "user") out += "User: " + m.content + "\n\n";
+    if (m.role == "assistant") out += "Assistant: " + m.content + eos;
+  }
+  if (gen) out += "Assistant:";
+  return out;
+}
+
+// <bos>{preamble or system}### Instruction:\n{user}\n### Response:\n{assistant}\n<|EOT|>\n...
+std::string render_deepseek_coder(Messages messages, const std::string& bos, bool gen) {
+  const bool has_system =
+      std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == "system"; });
+  std::string out = bos;
+  if (!has_system) out += kCoderPreamble;
+  for (const auto& m : messages) {
+    if (m.role == "system") out += m.content;
+    if (m.role == "user") out += "### Instruction:\n" + m.content + "\n";
+    if (m.role == "assistant") out += "### Response:\n" + m.content + "\n<|EOT|>\n";
+  }
+  if (gen) out += "### Response:\n";
+  return out;
+}
+
+// <|im_start|>{role}\n{content}<|im_end|>\n...; generation: "<|im_start|>assistant\n".
+std::string render_chatml(Messages messages, const std::string& default_system, bool gen) {
+  std::string out;
+  if (!default_system.empty() && (messages.empty() || messages[0].role != "system")) {
+    out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
+  }
+  for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  if (gen) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+}  // namespace
+
 Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& r = messages[i].role;
@@ -133,65 +200,19 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, 
                            "'; supported roles: system, user, assistant");
     }
   }
-  const bool has_system =
-      std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == "system"; });
-  std::string out;
   switch (format_) {
     case ChatFormat::DEEPSEEK3:
-    case ChatFormat::DEEPSEEK_R1: {
-      // All system prompts go first, joined by a blank line; then the turns.
-      std::string system;
-      for (const auto& m : messages) {
-        if (m.role == "system") system += (system.empty() ? "" : "\n\n") + m.content;
-      }
-      out = bos_ + system;
-      const bool r1 = format_ == ChatFormat::DEEPSEEK_R1;
-      for (const auto& m : messages) {
-        if (m.role == "user") {
-          out += std::string(kUser) + m.content;
-        } else if (m.role == "assistant") {
-          out += std::string(kAssistant);
-          out += r1 ? strip_reasoning(m.content) : std::string_view(m.content);
-          out += eos_;
-        }
-      }
-      if (add_generation_prompt) out += std::string(kAssistant) + (r1 ? "<think>\n" : "");
-      break;
-    }
+      return render_deepseek3(messages, bos_, eos_, false, add_generation_prompt);
+    case ChatFormat::DEEPSEEK_R1:
+      return render_deepseek3(messages, bos_, eos_, true, add_generation_prompt);
     case ChatFormat::DEEPSEEK2:
-      out = bos_;
-      for (const auto& m : messages) {
-        if (m.role == "system")
-          out += m.content + "\n\n";
-        else if (m.role == "user")
-          out += "User: " + m.content + "\n\n";
-        else
-          out += "Assistant: " + m.content + eos_;
-      }
-      if (add_generation_prompt) out += "Assistant:";
-      break;
+      return render_deepseek2(messages, bos_, eos_, add_generation_prompt);
     case ChatFormat::DEEPSEEK_CODER:
-      out = bos_;
-      if (!has_system) out += kCoderPreamble;
-      for (const auto& m : messages) {
-        if (m.role == "system")
-          out += m.content;
-        else if (m.role == "user")
-          out += "### Instruction:\n" + m.content + "\n";
-        else
-          out += "### Response:\n" + m.content + "\n<|EOT|>\n";
-      }
-      if (add_generation_prompt) out += "### Response:\n";
-      break;
+      return render_deepseek_coder(messages, bos_, add_generation_prompt);
     case ChatFormat::CHATML:
-      if (!default_system_.empty() && (messages.empty() || messages[0].role != "system")) {
-        out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
-      }
-      for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
-      break;
+      return render_chatml(messages, default_system_, add_generation_prompt);
   }
-  return out;
+  return Status::error("unknown chat format");
 }
 
 // ---- ReasoningSplitter ----

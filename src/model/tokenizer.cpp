@@ -101,10 +101,13 @@ struct Tokenizer::Impl {
   std::vector<std::string> bytes;  // per token
   std::vector<bool> eog;
   LiteralTrie literals;
-  std::unordered_map<std::string_view, int32_t> by_text;  // all tokens, first id wins
 
+  struct WordHash {  // lets the cache be searched with a string_view (no allocation)
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   mutable std::mutex cache_mu;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>> cache;
 
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   void encode_fragment(std::string_view frag, std::vector<int32_t>& out) const;
@@ -117,7 +120,7 @@ void Tokenizer::Impl::encode_word(std::string_view word, std::vector<int32_t>& o
   }
   {
     std::lock_guard<std::mutex> lock(cache_mu);
-    auto it = cache.find(std::string(word));
+    auto it = cache.find(word);
     if (it != cache.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -156,6 +159,13 @@ static Status check_id(const char* key, int32_t id, size_t n_vocab) {
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(TokenizerVocab v, const TokenizerOptions& options) {
+  const std::vector<std::string> merges = std::move(v.merges);
+  v.merges.clear();
+  return build(std::move(v), merges, options);
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std::vector<std::string>& merges,
+                                                    const TokenizerOptions& options) {
   const size_t n = v.tokens.size();
   if (n == 0) return Status::error("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) return Status::error("tokenizer.ggml.tokens is too long");
@@ -171,6 +181,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(TokenizerVocab v, const
 
   auto impl = std::make_unique<Impl>();
   const std::string pre_name = options.force_pre.empty() ? v.pre : options.force_pre;
+  if (pre_name.empty()) {
+    return Status::error(
+        "no tokenizer.ggml.pre (pre-tokenizer) in the vocabulary; force one (ds-cli --pre NAME), "
+        "e.g. deepseek-llm for DeepSeek-LLM/V2, deepseek-v3 for V3/R1");
+  }
   auto pre = PreTokenizer::create(pre_name);
   if (!pre) return pre.status();
   impl->pre = std::move(pre).value();
@@ -180,37 +195,32 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(TokenizerVocab v, const
   std::vector<bool> mergeable(n);
   impl->bytes.resize(n);
   impl->eog.assign(n, false);
-  impl->by_text.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const TokenType t = vv.types[i];
     const auto id = static_cast<int32_t>(i);
     mergeable[i] = t != TokenType::CONTROL && t != TokenType::USER_DEFINED;
     impl->bytes[i] = compute_token_bytes(vv.tokens[i], t);
-    impl->by_text.emplace(vv.tokens[i], id);
     if ((t == TokenType::CONTROL || t == TokenType::USER_DEFINED) && !vv.tokens[i].empty()) {
       impl->literals.add(vv.tokens[i], id);
     }
-    if (t == TokenType::CONTROL) {
+    if (t == TokenType::CONTROL || t == TokenType::USER_DEFINED) {  // deepseek-coder's <|EOT|> is user-defined
       for (std::string_view e : kEogTexts) impl->eog[i] = impl->eog[i] || vv.tokens[i] == e;
     }
   }
   if (vv.eos >= 0) impl->eog[static_cast<size_t>(vv.eos)] = true;
   if (vv.eot >= 0) impl->eog[static_cast<size_t>(vv.eot)] = true;
-  DS_RETURN_IF_ERROR(impl->bpe.build(vv.tokens, mergeable, vv.merges));
+  DS_RETURN_IF_ERROR(impl->bpe.build(vv.tokens, mergeable, merges));
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
-// Reads an array-of-strings key; a missing or mistyped key is an error naming it.
-static Status read_string_array(const GgufFile& f, const char* key, bool required, std::vector<std::string>& out) {
+// The strings of an array-of-strings key; a missing or mistyped key is an error naming it.
+static Result<const std::vector<std::string>*> string_array(const GgufFile& f, const char* key) {
   const GgufValue* val = f.find(key);
-  if (!val) {
-    return required ? Status::error(f.path() + ": missing metadata key " + key) : Status::ok();
-  }
+  if (!val) return Status::error(f.path() + ": missing metadata key " + key);
   if (!val->is_array() || val->elem_type != GgufValueType::STRING) {
     return Status::error(f.path() + ": metadata key " + key + " must be an array of strings");
   }
-  out = val->arr_str;
-  return Status::ok();
+  return &val->arr_str;
 }
 
 static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
@@ -221,8 +231,9 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
     return Status::error(f.path() + ": tokenizer.ggml.model = '" + *model.value() +
                          "' is not supported (only byte-level BPE, 'gpt2')");
   }
-  DS_RETURN_IF_ERROR(read_string_array(f, "tokenizer.ggml.tokens", true, v.tokens));
-  DS_RETURN_IF_ERROR(read_string_array(f, "tokenizer.ggml.merges", true, v.merges));
+  auto tokens = string_array(f, "tokenizer.ggml.tokens");
+  if (!tokens) return tokens.status();
+  v.tokens = *tokens.value();
   if (const GgufValue* tt = f.find("tokenizer.ggml.token_type")) {
     if (!tt->is_array() || tt->arr_int.size() != tt->array_size()) {
       return Status::error(f.path() + ": tokenizer.ggml.token_type must be an array of integers");
@@ -232,7 +243,7 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
       v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::UNDEFINED);
     }
   }
-  auto pre = f.get_string_or("tokenizer.ggml.pre", "(missing)");
+  auto pre = f.get_string_or("tokenizer.ggml.pre", "");
   if (!pre) return pre.status();
   v.pre = pre.value();
   struct IdKey {
@@ -262,7 +273,9 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file, const TokenizerOptions& options) {
   TokenizerVocab v;
   DS_RETURN_IF_ERROR(read_vocab(file, v));
-  auto tok = from_vocab(std::move(v), options);
+  auto merges = string_array(file, "tokenizer.ggml.merges");
+  if (!merges) return merges.status();
+  auto tok = build(std::move(v), *merges.value(), options);
   if (!tok) return Status::error(file.path() + ": " + tok.message());
   return tok;
 }
@@ -323,9 +336,12 @@ std::string Tokenizer::token_bytes(int32_t id) const {
 }
 
 std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
-  auto it = impl_->by_text.find(text);
-  if (it == impl_->by_text.end()) return std::nullopt;
-  return it->second;
+  // A linear scan (about 1 ms for 130k tokens): callers look up a few marker tokens at start-up.
+  const auto& t = impl_->v.tokens;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == text) return static_cast<int32_t>(i);
+  }
+  return std::nullopt;
 }
 
 int32_t Tokenizer::bos() const {

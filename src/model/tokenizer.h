@@ -95,6 +95,9 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  // `merges` is passed apart from `vocab` so that from_gguf need not copy the file's list.
+  static Result<std::unique_ptr<Tokenizer>> build(TokenizerVocab vocab, const std::vector<std::string>& merges,
+                                                  const TokenizerOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

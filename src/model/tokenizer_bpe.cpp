@@ -9,16 +9,54 @@
 
 namespace ds {
 
+static size_t table_size(size_t n) {  // power of two, load factor <= 1/2
+  size_t cap = 16;
+  while (cap < 2 * n) cap <<= 1;
+  return cap;
+}
+
+uint32_t TokenIndex::hash(std::string_view s) {  // FNV-1a: tokens are short
+  uint32_t h = 2166136261u;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  return h;
+}
+
+void TokenIndex::build(const std::vector<std::string>& tokens, const std::vector<bool>* include) {
+  tokens_ = &tokens;
+  slots_.assign(table_size(tokens.size()), Slot{0, -1});
+  mask_ = static_cast<uint32_t>(slots_.size() - 1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (include && !(*include)[i]) continue;
+    const uint32_t h = hash(tokens[i]);
+    for (uint32_t at = h & mask_;; at = (at + 1) & mask_) {
+      Slot& s = slots_[at];
+      if (s.id < 0) {
+        s = {h, static_cast<int32_t>(i)};
+        break;
+      }
+      if (s.hash == h && tokens[static_cast<size_t>(s.id)] == tokens[i]) break;  // keep the first
+    }
+  }
+}
+
+int32_t TokenIndex::find(std::string_view text) const {
+  if (slots_.empty()) return -1;
+  const uint32_t h = hash(text);
+  for (uint32_t at = h & mask_;; at = (at + 1) & mask_) {
+    const Slot& s = slots_[at];
+    if (s.id < 0) return -1;
+    if (s.hash == h && (*tokens_)[static_cast<size_t>(s.id)] == text) return s.id;
+  }
+}
+
 Status BpeModel::build(const std::vector<std::string>& tokens, const std::vector<bool>& mergeable,
                        const std::vector<std::string>& merges) {
-  vocab_.reserve(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (mergeable[i]) vocab_.emplace(tokens[i], static_cast<int32_t>(i));  // first one wins
-  }
+  vocab_.build(tokens, &mergeable);
   const auto& bl = unicode::byte_level();
   for (int b = 0; b < 256; ++b) byte_id_[b] = lookup(bl.byte_to_utf8[b]);
 
-  merges_.reserve(merges.size());
+  merges_.assign(table_size(merges.size()), Merge{});
+  merge_mask_ = merges_.size() - 1;
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     std::string_view m = merges[rank];
@@ -29,18 +67,29 @@ Status BpeModel::build(const std::vector<std::string>& tokens, const std::vector
     }
     const int32_t a = lookup(m.substr(0, sp));
     const int32_t b = lookup(m.substr(sp + 1));
+    if (a < 0 || b < 0) continue;
     joined.assign(m.substr(0, sp));
     joined.append(m.substr(sp + 1));
     const int32_t r = lookup(joined);
-    if (a < 0 || b < 0 || r < 0) continue;
-    merges_.emplace(pair_key(a, b), Merge{static_cast<int32_t>(rank), r});  // lowest rank wins
+    if (r < 0) continue;
+    const uint64_t key = pair_key(a, b);
+    for (size_t at = pair_slot(key);; at = (at + 1) & merge_mask_) {
+      if (merges_[at].key == key) break;  // an earlier (lower) rank wins
+      if (merges_[at].key == kEmpty) {
+        merges_[at] = {key, static_cast<int32_t>(rank), r};
+        break;
+      }
+    }
   }
   return Status::ok();
 }
 
-int32_t BpeModel::lookup(std::string_view text) const {
-  auto it = vocab_.find(text);
-  return it == vocab_.end() ? -1 : it->second;
+const BpeModel::Merge* BpeModel::find_merge(int32_t a, int32_t b) const {
+  const uint64_t key = pair_key(a, b);
+  for (size_t at = pair_slot(key);; at = (at + 1) & merge_mask_) {
+    if (merges_[at].key == key) return &merges_[at];
+    if (merges_[at].key == kEmpty) return nullptr;
+  }
 }
 
 void BpeModel::encode_word(std::string_view word, bool ignore_merges, std::vector<int32_t>& out) const {
@@ -79,9 +128,9 @@ void BpeModel::encode_word(std::string_view word, bool ignore_merges, std::vecto
   auto push_pair = [&](int32_t pos) {
     if (pos < 0 || sym[pos].next < 0) return;
     const int32_t a = sym[pos].id, b = sym[sym[pos].next].id;
-    auto it = merges_.find(pair_key(a, b));
-    if (it == merges_.end()) return;
-    queue.push_back({it->second.rank, pos, a, b, it->second.result});
+    const Merge* m = find_merge(a, b);
+    if (!m) return;
+    queue.push_back({m->rank, pos, a, b, m->result});
     std::push_heap(queue.begin(), queue.end());
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(sym.size()); ++i) push_pair(i);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "runtime/machine_limits.h"
 #include "runtime/numa.h"
 #include "tools/command.h"
@@ -135,6 +136,7 @@ void print_isa(const CpuFeatures& c) {
               yn(c.avx512bf16), yn(c.os_zmm));
   std::printf("  AMX TILE %s  INT8 %s  BF16 %s   (OS tile state in XCR0: %s; tile data permission: %s)\n",
               yn(c.amx_tile), yn(c.amx_int8), yn(c.amx_bf16), yn(c.os_amx), c.amx_grant.c_str());
+  std::printf("  kernel path ds-server will use: %s (DS_ISA=ref|avx2|avx512|amx lowers it)\n", isa_name(best_isa()));
 }
 
 // ---- topology and host settings -----------------------------------------------------

@@ -7,14 +7,16 @@
 // (quantize_stream). Nothing but one batch of rows is ever held in memory, so even a
 // full-size V3 file can be written on a small machine, given the disk.
 //
-// Weights: every element is N(0, 0.02) from a generator seeded by (--seed, tensor name,
+// Weights: every element is ~N(0, 0.02) from a generator seeded by (--seed, tensor name,
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
 // keeps every layer's output of the order of its input: the model runs stably.
+#include <cinttypes>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,17 +37,19 @@ struct SynthOptions {
   int64_t n_layers = 0;  // 0: the shape's
   uint64_t seed = 42;
   int n_threads = 0;
+  bool dry_run = false;  // print what would be written, write nothing
   std::vector<std::string> sets;
 };
 
 void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: ds-cli synth --shape NAME --out FILE [--type TYPE] [--layers N] [--seed S]\n"
-               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N]\n"
+               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N] [--dry-run]\n"
                "  Writes a random-weight GGUF model of a named shape. TYPE: %s\n"
                "  (default Q4_K_M). --layers overrides block_count; --set overrides any hyper-parameter\n"
                "  (KEY without a namespace means <arch>.KEY, e.g. --set expert_count=32). --vocab copies\n"
                "  the tokenizer of a GGUF file; without it a small byte-level BPE vocabulary is trained.\n"
+               "  --dry-run prints the parameter count, file size and tensor types and writes nothing.\n"
                "shapes:\n",
                quant_mix_names());
   for (const auto& s : synth_shapes()) std::fprintf(out, "  %-22s %s\n", s.name, s.summary);
@@ -65,15 +69,16 @@ uint64_t name_hash(const std::string& s) {
   return h;
 }
 
-// n normal deviates (Box-Muller) from the row's own generator.
+// n approximately normal deviates: each is the sum of four 16-bit uniforms from one
+// 64-bit draw (Irwin-Hall, variance 4/12 of the unit range), rescaled to stddev. Tails stop
+// at about 3.5 sigma, which suits random weights and is several times faster than
+// Box-Muller -- generation dominates the time of F16/Q8_0 synth models.
 void fill_normal(uint64_t state, float stddev, float* out, int64_t n) {
-  constexpr double kTwoPi = 6.283185307179586;
-  for (int64_t i = 0; i < n; i += 2) {
-    const double u1 = (static_cast<double>(splitmix64(&state) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-    const double u2 = static_cast<double>(splitmix64(&state) >> 11) * 0x1.0p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
-    out[i] = static_cast<float>(r * std::cos(kTwoPi * u2));
-    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(kTwoPi * u2));
+  const float scale = stddev / (65536.0f * 0.57735027f);  // sqrt(4/12) = 0.577...
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = splitmix64(&state);
+    const int32_t sum = static_cast<int32_t>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+    out[i] = static_cast<float>(sum - 2 * 65535) * scale;
   }
 }
 
@@ -114,6 +119,22 @@ Status build_metadata(const SynthOptions& o, GgufWriter* w, bool* rope_freqs) {
   return synth_finalize_metadata(w, *n_vocab);
 }
 
+void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlType>& types, uint64_t size) {
+  double params = 0.0;
+  std::map<std::string, std::pair<int, double>> by_type;  // name -> (count, elements)
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    double n = 1.0;
+    for (int64_t d : tensors[k].ne) n *= static_cast<double>(d);
+    params += n;
+    auto& e = by_type[ggml_type_name(types[k])];
+    e.first += 1;
+    e.second += n;
+  }
+  std::printf("tensors: %zu\nparameters: %.0f\nfile size: %" PRIu64 " bytes (%s)\n", tensors.size(), params, size,
+              human_bytes(static_cast<double>(size)).c_str());
+  for (const auto& [name, e] : by_type) std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
+}
+
 Status synth_model(const SynthOptions& o) {
   GgufWriter w;
   bool rope_freqs = false;
@@ -128,6 +149,10 @@ Status synth_model(const SynthOptions& o) {
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
   }
   const uint64_t size = w.file_size();
+  if (o.dry_run) {
+    print_plan(*tensors, types, size);
+    return Status::ok();
+  }
   const bool verbose = size > (uint64_t{256} << 20);
   std::fprintf(stderr, "synth %s (%s, %zu tensors, %s) -> %s\n", o.shape.c_str(), quant_mix_name(o.mix),
                tensors->size(), human_bytes(static_cast<double>(size)).c_str(), o.out.c_str());
@@ -182,6 +207,10 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
       print_usage(stdout);
       return -1;
     }
+    if (a == "--dry-run") {
+      o->dry_run = true;
+      continue;
+    }
     if (a != "--shape" && a != "--out" && a != "--type" && a != "--layers" && a != "--seed" && a != "--vocab" &&
         a != "--set" && a != "--threads") {
       std::fprintf(stderr, "ds-cli synth: unknown argument '%s'\n", a.c_str());
@@ -209,7 +238,7 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
       else o->n_threads = static_cast<int>(n);
     }
   }
-  if (o->shape.empty() || o->out.empty()) {
+  if (o->shape.empty() || (o->out.empty() && !o->dry_run)) {
     print_usage(stderr);
     return 2;
   }

@@ -87,7 +87,10 @@ Status mla_tensors(Hp& hp, std::vector<SynthTensor>* out) {
   const int64_t n_ff_exp = hp.get("expert_feed_forward_length", 0, n_expert ? 1 : 0, kMaxDim);
   const int64_t n_dense = hp.get("leading_dense_block_count", 0, 0, n_layer);
   const int64_t gating = hp.get("expert_gating_func", 0, 0, 2);
+  const int64_t n_group = hp.get("expert_group_count", 1, 1, n_expert > 0 ? n_expert : 1);
+  hp.get("expert_group_used_count", 1, 1, n_group);
   DS_RETURN_IF_ERROR(hp.status);
+  if (n_expert % n_group != 0) return Status::error("deepseek2.expert_count must be a multiple of expert_group_count");
   const int64_t n_nope = k_mla - n_rope;
   add(out, "token_embd.weight", {n_embd, n_vocab});
   for (int64_t il = 0; il < n_layer; ++il) {

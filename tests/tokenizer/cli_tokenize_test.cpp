@@ -50,8 +50,8 @@ TEST(CliTokenize, IdsLineMatchesReference) {
   const std::string dir = test::make_temp_dir("cli-tokenize");
   size_t checked = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
-    // Every sixth case (process start-up and vocabulary load dominate the run time).
-    if (texts[i].empty() || i % 6 != 1) continue;
+    // Every eleventh case (process start-up and vocabulary load dominate the run time).
+    if (texts[i].empty() || i % 11 != 1) continue;
     const std::string path = dir + "/case.txt";
     test::write_file_bytes(path, std::vector<uint8_t>(texts[i].begin(), texts[i].end()));
     auto r = run(cli() + " tokenize --model " + vocab("deepseek-v3") + " --ids --no-bos --file " + path);
@@ -60,7 +60,7 @@ TEST(CliTokenize, IdsLineMatchesReference) {
     EXPECT_EQ(" " + r.out, lines[i] + "\n") << "case " << i;
     ++checked;
   }
-  EXPECT_GE(checked, 7u);
+  EXPECT_GE(checked, 4u);
 }
 
 TEST(CliTokenize, BosAndPieces) {

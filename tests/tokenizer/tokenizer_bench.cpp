@@ -53,6 +53,28 @@ std::string make_text(size_t target_bytes, uint32_t seed) {
   return text;
 }
 
+// Worst case for the word cache: random letter strings and random CJK ideographs, so almost
+// every word is new.
+std::string make_unique_words_text(size_t target_bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text;
+  while (text.size() < target_bytes) {
+    if (rng() % 3 == 0) {
+      for (int k = 0; k < 6; ++k) {
+        const uint32_t cp = 0x4E00 + rng() % (0x9FA5 - 0x4E00);
+        text += static_cast<char>(0xE0 | (cp >> 12));
+        text += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        text += static_cast<char>(0x80 | (cp & 0x3F));
+      }
+    } else {
+      const int len = 2 + static_cast<int>(rng() % 9);
+      for (int k = 0; k < len; ++k) text += static_cast<char>('a' + rng() % 26);
+    }
+    text += rng() % 8 == 0 ? ".\n" : " ";
+  }
+  return text;
+}
+
 std::unique_ptr<ds::Tokenizer> load(const char* vocab) {
   auto file = ds::GgufFile::open(shared_path(std::string("tokenizer/ggml-vocab-") + vocab + ".gguf"));
   if (!file) throw std::runtime_error(file.message());
@@ -61,8 +83,8 @@ std::unique_ptr<ds::Tokenizer> load(const char* vocab) {
   return std::move(tok).value();
 }
 
-void encode_100kb(benchmark::State& state, const char* vocab, bool cold) {
-  const std::string text = make_text(100 * 1024, 42);
+void encode_100kb(benchmark::State& state, const char* vocab, bool cold, bool unique_words = false) {
+  const std::string text = unique_words ? make_unique_words_text(100 * 1024, 7) : make_text(100 * 1024, 42);
   auto tok = load(vocab);
   size_t n_tokens = 0;
   for (auto _ : state) {
@@ -95,6 +117,9 @@ BENCHMARK_CAPTURE(encode_100kb, deepseek_v3_warm, "deepseek-v3", false)->Unit(be
 BENCHMARK_CAPTURE(encode_100kb, qwen2_cold, "qwen2", true)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(encode_100kb, qwen2_warm, "qwen2", false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(encode_100kb, deepseek_llm_cold, "deepseek-llm", true)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(encode_100kb, deepseek_v3_unique_words_cold, "deepseek-v3", true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 BENCHMARK_CAPTURE(decode_100kb, deepseek_v3_stream, "deepseek-v3")->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -136,6 +136,10 @@ TEST(TokenizerUnit, UnknownPreTokenizerNamesItAndCanBeForced) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.message().find("mystery-pre"), std::string::npos) << r.message();
   EXPECT_NE(r.message().find("deepseek-v3"), std::string::npos) << r.message();  // lists known
+  v.pre = "";  // older files have no tokenizer.ggml.pre
+  auto missing = Tokenizer::from_vocab(v);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.message().find("tokenizer.ggml.pre"), std::string::npos) << missing.message();
   auto forced = Tokenizer::from_vocab(v, TokenizerOptions{.force_pre = "deepseek-llm"});
   ASSERT_TRUE(forced) << forced.message();
   EXPECT_EQ((*forced)->pre_name(), "deepseek-llm");
@@ -209,6 +213,16 @@ std::vector<std::string> pieces(std::string_view pre, std::string_view text) {
 }
 
 using Pieces = std::vector<std::string>;
+
+TEST(PreTokenizer, KnownNamesAndFlags) {
+  for (const auto& name : PreTokenizer::names()) EXPECT_TRUE(PreTokenizer::create(name)) << name;
+  EXPECT_EQ(PreTokenizer::names().size(), 6u);
+  EXPECT_TRUE(PreTokenizer::create("qwen2").value()->nfc());
+  EXPECT_TRUE(PreTokenizer::create("deepseek-r1-qwen").value()->nfc());
+  EXPECT_FALSE(PreTokenizer::create("deepseek-v3").value()->nfc());
+  EXPECT_TRUE(PreTokenizer::create("llama-bpe").value()->ignore_merges());
+  EXPECT_FALSE(PreTokenizer::create("gpt2"));
+}
 
 TEST(PreTokenizer, PatternsSplitAsPublished) {
   // Llama 3: digits in runs of at most three; contractions case-insensitive.

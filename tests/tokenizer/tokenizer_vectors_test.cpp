@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "gguf/gguf_file.h"
@@ -119,27 +120,15 @@ const Tokenizer& tokenizer(const std::string& vocab) {
   return *slot;
 }
 
+// One test per vocabulary (each test is its own process under ctest, and loading a vocabulary
+// is the expensive part): both files, all three checks.
 struct VectorParam {
   const char* vocab;
-  const char* suffix;  // "gguf" or "extra"
-  size_t n_cases;
-  bool nfc;
+  bool nfc;  // the tokenizer normalizes to NFC: decode gives the NFC form of the input
 };
 
-class TokenizerVectors : public ::testing::TestWithParam<VectorParam> {
- protected:
-  std::vector<Case> cases() const {
-    const auto& p = GetParam();
-    auto c = load_cases(test::shared_path(std::string("tokenizer/ggml-vocab-") + p.vocab + "." + p.suffix));
-    EXPECT_EQ(c.size(), p.n_cases);
-    return c;
-  }
-};
-
-TEST_P(TokenizerVectors, EncodeMatchesReferenceIds) {
-  const Tokenizer& tok = tokenizer(GetParam().vocab);
+void check_encode(const Tokenizer& tok, const std::string& file, const std::vector<Case>& all) {
   size_t passed = 0;
-  const auto all = cases();
   for (size_t i = 0; i < all.size(); ++i) {
     auto got = tok.encode(all[i].text, /*add_bos=*/false);
     ASSERT_TRUE(got) << got.message();
@@ -147,30 +136,28 @@ TEST_P(TokenizerVectors, EncodeMatchesReferenceIds) {
       ++passed;
       continue;
     }
-    ADD_FAILURE() << "case " << i << ": " << escaped(all[i].text) << "\n  expected:" << join(all[i].ids)
+    ADD_FAILURE() << file << " case " << i << ": " << escaped(all[i].text) << "\n  expected:" << join(all[i].ids)
                   << "\n  got:     " << join(got.value());
   }
-  EXPECT_EQ(passed, all.size());
+  EXPECT_EQ(passed, all.size()) << file;
 }
 
-TEST_P(TokenizerVectors, DecodeRoundTrips) {
-  const Tokenizer& tok = tokenizer(GetParam().vocab);
-  for (const auto& c : cases()) {
+void check_round_trip(const Tokenizer& tok, bool nfc, const std::vector<Case>& all) {
+  for (const auto& c : all) {
     auto ids = tok.encode(c.text, false);
     ASSERT_TRUE(ids);
     auto text = tok.decode(ids.value());
     ASSERT_TRUE(text) << text.message();
-    const std::string expected = GetParam().nfc ? icu_nfc(c.text) : c.text;
+    const std::string expected = nfc ? icu_nfc(c.text) : c.text;
     EXPECT_EQ(text.value(), expected) << escaped(c.text);
-    if (GetParam().nfc) {
+    if (nfc) {
       EXPECT_EQ(tok.decode(c.ids).value(), expected) << "reference ids: " << escaped(c.text);
     }
   }
 }
 
-TEST_P(TokenizerVectors, StreamingDecodeEqualsFullDecode) {
-  const Tokenizer& tok = tokenizer(GetParam().vocab);
-  for (const auto& c : cases()) {
+void check_streaming(const Tokenizer& tok, const std::vector<Case>& all) {
+  for (const auto& c : all) {
     const std::string full = tok.decode(c.ids).value();
     StreamDecoder dec(tok);
     std::string streamed;
@@ -184,25 +171,104 @@ TEST_P(TokenizerVectors, StreamingDecodeEqualsFullDecode) {
   }
 }
 
+// Seeded random UTF-8 text that stresses the pre-tokenizers and literal matching: ASCII,
+// whitespace runs, digits, CJK, Hangul, emoji, combining marks, control characters and pieces
+// of special-token texts.
+std::vector<Case> random_cases(uint32_t seed, size_t n) {
+  static const char* atoms[] = {" ",
+                                "  ",
+                                "\t",
+                                "\n",
+                                "\r\n",
+                                "a",
+                                "Z",
+                                "ing",
+                                "'s",
+                                "'LL",
+                                "0",
+                                "123",
+                                "4567",
+                                ".",
+                                ",",
+                                "!?",
+                                "~",
+                                "--",
+                                "==>",
+                                "(",
+                                "]",
+                                "{",
+                                "\\",
+                                "\"",
+                                "中",
+                                "文字",
+                                "한국어",
+                                "ひらがな",
+                                "カタカナ",
+                                "é",
+                                "e\xCC\x81",
+                                "\xCC\x88",
+                                "ß",
+                                "Ω",
+                                "😀",
+                                "👩‍💻",
+                                "🇯🇵",
+                                "\xE3\x80\x80",
+                                "\xC2\xA0",
+                                "\xE2\x80\x8B",
+                                "\x01",
+                                "\x7F",
+                                "<",
+                                "<｜",
+                                "｜>",
+                                "<｜User｜>",
+                                "<|im_end|>",
+                                "[PAD",
+                                "<|EOT|>",
+                                "ø",
+                                "\xF0\x9F\x8F\xBB"};
+  std::mt19937 rng(seed);
+  std::vector<Case> cases(n);
+  for (auto& c : cases) {
+    const size_t len = rng() % 40;
+    for (size_t k = 0; k < len; ++k) c.text += atoms[rng() % (sizeof(atoms) / sizeof(atoms[0]))];
+  }
+  return cases;
+}
+
+class TokenizerVectors : public ::testing::TestWithParam<VectorParam> {};
+
+TEST_P(TokenizerVectors, EncodeRoundTripAndStream) {
+  const Tokenizer& tok = tokenizer(GetParam().vocab);
+  for (auto [suffix, n_cases] : {std::pair{"gguf", kStandardCases}, std::pair{"extra", kExtraCases}}) {
+    const std::string file = std::string("tokenizer/ggml-vocab-") + GetParam().vocab + "." + suffix;
+    const auto all = load_cases(test::shared_path(file));
+    EXPECT_EQ(all.size(), n_cases) << file;
+    check_encode(tok, file, all);
+    check_round_trip(tok, GetParam().nfc, all);
+    check_streaming(tok, all);
+  }
+  // Properties on random text (no reference ids): round trip, and streaming of the ids.
+  auto random = random_cases(1234, 300);
+  for (auto& c : random) c.ids = tok.encode(c.text, false).value();
+  check_round_trip(tok, GetParam().nfc, random);
+  check_streaming(tok, random);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shared, TokenizerVectors,
-                         ::testing::Values(VectorParam{"deepseek-llm", "gguf", kStandardCases, false},
-                                           VectorParam{"deepseek-llm", "extra", kExtraCases, false},
-                                           VectorParam{"deepseek-coder", "gguf", kStandardCases, false},
-                                           VectorParam{"deepseek-coder", "extra", kExtraCases, false},
-                                           VectorParam{"deepseek-v3", "gguf", kStandardCases, false},
-                                           VectorParam{"deepseek-v3", "extra", kExtraCases, false},
-                                           VectorParam{"qwen2", "gguf", kStandardCases, true},
-                                           VectorParam{"qwen2", "extra", kExtraCases, true}),
+                         ::testing::Values(VectorParam{"deepseek-llm", false}, VectorParam{"deepseek-coder", false},
+                                           VectorParam{"deepseek-v3", false}, VectorParam{"qwen2", true}),
                          [](const auto& info) {
-                           std::string n = std::string(info.param.vocab) + "_" + info.param.suffix;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
+                           std::string n = info.param.vocab;
+                           for (char& ch : n) ch = ch == '-' ? '_' : ch;
                            return n;
                          });
 
 // Facts about the files the tokenizer must honour (README: metadata and special handling).
-TEST(TokenizerFiles, MetadataIsRead) {
+// Metadata and special-token handling on the real files (one process: loads are expensive).
+TEST(TokenizerFiles, MetadataAndSpecialTokens) {
   const Tokenizer& v3 = tokenizer("deepseek-v3");
+  const Tokenizer& qwen = tokenizer("qwen2");
+  const Tokenizer& coder = tokenizer("deepseek-coder");
   EXPECT_EQ(v3.n_vocab(), 129280);
   EXPECT_EQ(v3.bos(), 0);
   EXPECT_EQ(v3.eos(), 1);
@@ -210,28 +276,22 @@ TEST(TokenizerFiles, MetadataIsRead) {
   EXPECT_TRUE(v3.is_special(0));
   EXPECT_TRUE(v3.is_eog(1));
   EXPECT_EQ(v3.find_token("<｜Assistant｜>"), std::optional<int32_t>(128804));
-  const Tokenizer& qwen = tokenizer("qwen2");
   EXPECT_FALSE(qwen.add_bos());
   EXPECT_TRUE(qwen.is_eog(151645));  // <|im_end|>
   EXPECT_TRUE(qwen.is_eog(151643));  // <|endoftext|>
-  const Tokenizer& coder = tokenizer("deepseek-coder");
   EXPECT_EQ(coder.bos(), 32013);
   EXPECT_TRUE(coder.add_bos());
-}
+  EXPECT_TRUE(coder.is_eog(32021));   // <|EOT|> (user-defined) ends an instruct answer
+  EXPECT_FALSE(coder.is_eog(32019));  // <|User|>
 
-TEST(TokenizerFiles, BosIsAddedOnRequest) {
-  const Tokenizer& coder = tokenizer("deepseek-coder");
+  // BOS on request when the file asks for it; qwen2 files say add_bos_token = false.
   auto with = coder.encode("Hello", true).value();
   auto without = coder.encode("Hello", false).value();
   ASSERT_EQ(with.size(), without.size() + 1);
   EXPECT_EQ(with[0], 32013);
-  // qwen2 files say add_bos_token = false: nothing is added.
-  const Tokenizer& qwen = tokenizer("qwen2");
   EXPECT_EQ(qwen.encode("Hello", true).value(), qwen.encode("Hello", false).value());
-}
 
-TEST(TokenizerFiles, ParseSpecialOffTokenizesControlTokensAsText) {
-  const Tokenizer& v3 = tokenizer("deepseek-v3");
+  // parse_special off: control tokens written in the text are plain text.
   const std::string text = "<｜User｜>hi";
   auto on = v3.encode(text, false, true).value();
   auto off = v3.encode(text, false, false).value();
@@ -242,12 +302,9 @@ TEST(TokenizerFiles, ParseSpecialOffTokenizesControlTokensAsText) {
   EXPECT_EQ(v3.decode(off).value(), text);
   // User-defined tokens stay literal even with parse_special off (the reference's non-special
   // added tokens): deepseek-coder's <|EOT|> is user-defined.
-  const Tokenizer& coder = tokenizer("deepseek-coder");
   EXPECT_EQ(coder.encode("<|EOT|>", false, false).value(), std::vector<int32_t>{32021});
-}
 
-TEST(TokenizerFiles, KeepSpecialFalseDropsControlTokens) {
-  const Tokenizer& v3 = tokenizer("deepseek-v3");
+  // keep_special = false drops control tokens, in full and streaming decode.
   auto ids = v3.encode("<｜begin▁of▁sentence｜>Hi<｜end▁of▁sentence｜>", false).value();
   EXPECT_EQ(v3.decode(ids, true).value(), "<｜begin▁of▁sentence｜>Hi<｜end▁of▁sentence｜>");
   EXPECT_EQ(v3.decode(ids, false).value(), "Hi");

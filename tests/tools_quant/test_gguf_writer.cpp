@@ -133,6 +133,7 @@ TEST(GgufWriter, Errors) {
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {1, 1, 1, 1, 1}).is_ok());
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {0}).is_ok());
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {-4}).is_ok());
+  EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {int64_t{1} << 40, int64_t{1} << 40, 1 << 20}).is_ok());
   ASSERT_TRUE(w.add_tensor("x", GgmlType::F32, {4}).is_ok());
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {4}).is_ok());  // duplicate
   EXPECT_FALSE(w.write_data("abcd", 4).is_ok());                 // before begin

@@ -11,11 +11,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 namespace ds {
@@ -266,6 +268,59 @@ TEST_F(ToolsTest, QuantizeKeepsMetadataAndPicksTypes) {
   }
 }
 
+TEST_F(ToolsTest, QuantizeFromBF16) {
+  auto in = synth("tiny-llama", "BF16", "--layers 2");
+  ASSERT_TRUE(in);
+  EXPECT_EQ(type_of(*in, "blk.0.attn_q.weight"), GgmlType::BF16);
+  const std::string out = path("from-bf16.gguf");
+  ASSERT_EQ(run(cli() + " quantize " + path("tiny-llama-BF16.gguf") + " " + out + " q4_k_m --threads 1"), 0);
+  auto q = open(out);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(type_of(*q, "blk.0.attn_q.weight"), GgmlType::Q4_K);
+  EXPECT_EQ(type_of(*q, "blk.1.attn_v.weight"), GgmlType::Q6_K);  // 2 layers: 7*2/8 = 1 -> more bits
+  EXPECT_EQ(type_of(*q, "output.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(key_int(*q, "general.file_type"), 15);
+}
+
+// A split F32 model (two shards written with GgufWriter) quantizes into one file that
+// holds every tensor and no split.* keys.
+TEST_F(ToolsTest, QuantizeSplitInputToOneFile) {
+  auto in = synth("tiny-qwen2", "F32", "--layers 1");
+  ASSERT_TRUE(in);
+  const auto& tensors = in->tensors();
+  const size_t half = tensors.size() / 2;
+  for (int shard = 0; shard < 2; ++shard) {
+    GgufWriter w;
+    if (shard == 0) {
+      for (const auto& [key, value] : in->metadata()) w.set(key, value);
+    }
+    GgufValue no;
+    no.type = GgufValueType::UINT16;
+    no.u = no.i = shard;
+    w.set("split.no", no);
+    GgufValue count = no;
+    count.u = count.i = 2;
+    w.set("split.count", count);
+    w.set("split.tensors.count", gguf_i32(static_cast<int32_t>(tensors.size())));
+    const size_t a = shard == 0 ? 0 : half, b = shard == 0 ? half : tensors.size();
+    for (size_t k = a; k < b; ++k) {
+      ASSERT_TRUE(w.add_tensor(tensors[k].name, tensors[k].type,
+                               std::vector<int64_t>(tensors[k].ne, tensors[k].ne + tensors[k].n_dims)).is_ok());
+    }
+    ASSERT_TRUE(w.begin(path("split-0000" + std::to_string(shard + 1) + "-of-00002.gguf")).is_ok());
+    for (size_t k = a; k < b; ++k) ASSERT_TRUE(w.write_data(tensors[k].data, tensors[k].nbytes).is_ok());
+    ASSERT_TRUE(w.finish().is_ok());
+  }
+  const std::string out = path("joined.gguf");
+  ASSERT_EQ(run(cli() + " quantize " + path("split-00001-of-00002.gguf") + " " + out + " Q8_0"), 0);
+  auto q = open(out);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->tensors().size(), tensors.size());
+  EXPECT_EQ(q->shard_paths().size(), 1u);
+  EXPECT_FALSE(q->has("split.count"));
+  EXPECT_EQ(type_of(*q, tensors.back().name), GgmlType::Q8_0);  // a tensor from shard 2
+}
+
 TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   const std::string out = path("out.gguf");
   // already quantized
@@ -300,6 +355,87 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + out), 2);
   EXPECT_EQ(run(cli() + " quantize " + path("f32.gguf") + " " + path("f32.gguf") + " Q8_0"), 2);
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// Runs a command and returns its stdout.
+std::string capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+double field(const std::string& text, const std::string& name) {
+  const size_t at = text.find(name + ": ");
+  return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + name.size() + 2);
+}
+
+// The real-dimension shapes match the published models: total parameter counts (no MTP
+// layer) and, for V3 at Q4_K_M, the ~377 GiB of ../shared/SPEC.md. Dry runs write nothing.
+TEST_F(ToolsTest, RealShapesHaveThePublishedSizes) {
+  struct Want {
+    const char* shape;
+    double params_lo, params_hi;
+  };
+  for (const Want w : {Want{"v3", 670e9, 672e9}, Want{"v2-lite", 15.6e9, 15.8e9},
+                       Want{"r1-distill-llama-8b", 8.00e9, 8.06e9}, Want{"r1-distill-qwen-1.5b", 1.76e9, 1.79e9},
+                       Want{"moe-bench", 3.3e9, 3.5e9}}) {
+    const std::string out = capture(cli() + " synth --dry-run --shape " + w.shape + " --out " + path("dry.gguf"));
+    const double params = field(out, "parameters");
+    EXPECT_GE(params, w.params_lo) << w.shape << "\n" << out;
+    EXPECT_LE(params, w.params_hi) << w.shape;
+    if (std::string(w.shape) == "v3") {
+      const double gib = field(out, "file size") / (1024.0 * 1024 * 1024);
+      EXPECT_NEAR(gib, 377.0, 2.0);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("dry.gguf")));
+}
+
+// The self-made vocabulary works with the project's tokenizer: text round-trips, merges
+// compress ordinary English, special tokens are single ids.
+TEST_F(ToolsTest, SynthVocabularyTokenizes) {
+  auto f = synth("tiny-llama", "Q8_0", "--layers 1");
+  ASSERT_TRUE(f);
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.is_ok()) << tok.message();
+  const std::string text = "The server answers requests quickly, and the model runs 42 layers.\n";
+  auto ids = (*tok)->encode(text, true);
+  ASSERT_TRUE(ids.is_ok()) << ids.message();
+  EXPECT_EQ((*ids)[0], key_int(*f, "tokenizer.ggml.bos_token_id"));
+  EXPECT_LT(ids->size(), text.size() / 2) << "merges should compress English text";
+  auto back = (*tok)->decode(std::span<const int32_t>(ids->data() + 1, ids->size() - 1));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(*back, text);
+  auto chat = (*tok)->encode("<\xEF\xBD\x9CUser\xEF\xBD\x9C>hi<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>", false);
+  ASSERT_TRUE(chat.is_ok());
+  EXPECT_EQ((*chat)[0], static_cast<int32_t>(f->find("tokenizer.ggml.tokens")->arr_str.size()) - 4);
+}
+
+// Seeded byte mutations of a valid model: quantize (and synth --vocab) must exit 0 or 1,
+// never die by a signal; the reader's validation and the NaN check carry this.
+TEST_F(ToolsTest, MutatedInputsNeverCrash) {
+  ASSERT_EQ(run(cli() + " synth --shape tiny-qwen2 --type F16 --layers 1 --out " + path("m.gguf")), 0);
+  const auto good = test::read_file_bytes(path("m.gguf"));
+  std::mt19937 rng(2024);
+  for (int k = 0; k < 24; ++k) {
+    auto bytes = good;
+    // mostly the header and metadata (where the structure is), sometimes anywhere
+    const size_t span = k % 3 == 0 ? bytes.size() : std::min<size_t>(bytes.size(), 40000);
+    for (int j = 0; j < 1 + k % 4; ++j) bytes[rng() % span] = static_cast<uint8_t>(rng());
+    test::write_file_bytes(path("mut.gguf"), bytes);
+    const int rc = run(cli() + " quantize " + path("mut.gguf") + " " + path("o.gguf") + " Q4_K_M");
+    EXPECT_TRUE(rc == 0 || rc == 1) << "mutation " << k << " rc " << rc;
+    if (k % 4 == 0) {
+      const int rc2 = run(cli() + " synth --shape tiny-llama --type Q8_0 --layers 1 --vocab " + path("mut.gguf") +
+                          " --out " + path("v.gguf"));
+      EXPECT_TRUE(rc2 == 0 || rc2 == 1) << "mutation " << k << " rc " << rc2;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+// deepseek2 block (../shared/SPEC.md "deepseek2", steps 1-6), absorbed MLA attention:
+//   x      = rms_norm(h) * attn_norm
+//   q      = q_b(rms_norm(q_a x) * q_a_norm)  or  attn_q x;     per head q = [q_nope | q_pe]
+//   kv     = kv_a_mqa x;  c = rms_norm(kv[:kv_lora]) * kv_a_norm;  k_pe = kv[kv_lora:]
+//   q_pe, k_pe = rope(q_pe, k_pe)                               (adjacent pairs, YaRN when set)
+//   cache[pos] = [c | k_pe]                                     (the whole KV cache of the layer)
+//   q_abs_h = k_b_h^T q_nope_h                                  (kv_lora wide)
+//   o_h     = softmax((q_abs_h . c + q_pe_h . k_pe) * kq_scale) . c
+//   attn    = attn_output(concat_h v_b_h o_h)
+//   ffn     = dense FFN in the leading blocks, else MoE (ffn.cpp)
+// Quantization points follow the reference (SPEC.md): x once for q/q_a and kv_a_mqa; each
+// head's q_nope for k_b (32-blocks when k_b is Q5_0/Q8_0); each head's o for v_b.
+// The legacy attn_kv_b layout arrives here already split into k_b/v_b (weights.cpp).
+#include <algorithm>
+
+#include "model/ffn.h"
+#include "model/model.h"
+
+namespace ds {
+
+namespace {
+
+class Deepseek2Model : public Model {
+ public:
+  Deepseek2Model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w)
+      : Model(std::move(file), std::move(hp), std::move(w)) {}
+
+  size_t kv_row_bytes(GgmlType t) const override { return ggml_row_size(t, hp_.kv_lora + hp_.n_rot); }
+
+  size_t scratch_bytes(int64_t T) const override {
+    const size_t t = static_cast<size_t>(T);
+    const size_t E = static_cast<size_t>(hp_.n_embd), H = static_cast<size_t>(hp_.n_head);
+    const size_t kvl = static_cast<size_t>(hp_.kv_lora), rope = static_cast<size_t>(hp_.n_rot);
+    const size_t qw = static_cast<size_t>(hp_.n_nope) + rope, ql = static_cast<size_t>(hp_.q_lora);
+    const size_t nv = static_cast<size_t>(hp_.n_v);
+    // Floats per token (quantized forms counted at 4 bytes per element).
+    const size_t attn_f = 3 * E + 2 * ql + H * qw + (kvl + rope) + H * qw + H * (kvl + rope) + 2 * H * kvl +
+                          2 * H * nv;
+    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 8) + 32 * 64;
+    const size_t dense = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64;
+    const size_t moe = t * 4 * E + moe_ffn_scratch(hp_, T) + 16 * 64;
+    return base_scratch_bytes(T) + std::max({attn, dense, moe});
+  }
+
+  void attention(int il, ForwardCtx& ctx, const float* x, float* out) const override;
+
+  void ffn(int il, ForwardCtx& ctx, const float* x, float* out) const override {
+    const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
+    const int64_t T = ctx.batch.n_tok, E = hp_.n_embd;
+    float* xn = ctx.arena.alloc<float>(T * E);
+    ctx.rms_norm_rows(x, E, lw.ffn_norm, hp_.norm_eps, T, E, xn, E);
+    if (hp_.is_moe_layer(il)) {
+      moe_ffn(ctx, hp_, lw, il, xn, out);
+    } else {
+      ActRows a(ctx, xn, T, E, E);
+      dense_ffn(ctx, a, lw.ffn_gate, lw.ffn_up, lw.ffn_down, out);
+    }
+  }
+
+ private:
+  // Per-head products y_h = W_h x_h over all batch rows: x_h at x[t * H * n_in_stride + h * n_in_stride]
+  // (n_in wide), y_h at y[t * y_tok + h * y_head].
+  void per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const float* x, int64_t x_head, float* y, int64_t y_tok,
+                int64_t y_head) const;
+  void mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const;
+};
+
+void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const float* x, int64_t x_head, float* y,
+                              int64_t y_tok, int64_t y_head) const {
+  const int64_t T = ctx.batch.n_tok, H = hp_.n_head, n_in = w[0].n_in;
+  const GgmlType at = vec_dot_type(w[0].type);
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  size_t head_bytes = static_cast<size_t>(x_head) * sizeof(float);
+  if (at != GgmlType::F32) {
+    // Quantize every (token, head) row once: rows [T][H] of n_in elements.
+    head_bytes = ggml_row_size(at, n_in);
+    uint8_t* q = ctx.arena.alloc_bytes(head_bytes * static_cast<size_t>(T * H));
+    ctx.parallel_for(T * H, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) ctx.kt.quantize_act(at, x + i * x_head, q + static_cast<size_t>(i) * head_bytes, n_in);
+    });
+    act = q;
+  }
+  MatJob* jobs = ctx.arena.alloc<MatJob>(H);
+  for (int64_t h = 0; h < H; ++h) {
+    jobs[h] = MatJob{w[static_cast<size_t>(h)], act + static_cast<size_t>(h) * head_bytes,
+                     head_bytes * static_cast<size_t>(H), T, y + h * y_head, y_tok};
+  }
+  ctx.matmul_jobs(jobs, static_cast<int>(H));
+}
+
+// Absorbed attention of every (sequence, head) over the sequence's latent cache.
+void Deepseek2Model::mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const {
+  const Batch& b = ctx.batch;
+  const int H = hp_.n_head;
+  const int64_t kvl = hp_.kv_lora, rope = hp_.n_rot, qs = kvl + rope;
+  const size_t layer_off = ctx.kv.offset(il, 0);
+  ctx.parallel_for(int64_t{b.n_seqs} * H, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const SeqSlice& sq = b.seqs[i / H];
+      const int h = static_cast<int>(i % H);
+      ctx.kt.mla_attn(MlaArgs{.n_head = H,
+                              .kv_lora = static_cast<int>(kvl),
+                              .n_rope = static_cast<int>(rope),
+                              .scale = hp_.kq_scale(),
+                              .n_q = sq.n,
+                              .q_abs = qcat + sq.t0 * H * qs,
+                              .q_pe = qcat + sq.t0 * H * qs + kvl,
+                              .q_tok_stride = H * qs,
+                              .q_head_stride = qs,
+                              .q_pos = b.pos + sq.t0,
+                              .kv = KvView{.type = ctx.kv.type,
+                                           .blocks = sq.kv_blocks,
+                                           .block_size = ctx.kv.block_size,
+                                           .row_stride = ctx.kv.row_bytes,
+                                           .head_offset = 0,
+                                           .elem_offset = layer_off},
+                              .out = o + sq.t0 * H * kvl,
+                              .out_tok_stride = H * kvl,
+                              .out_head_stride = kvl,
+                              .head_begin = h,
+                              .head_end = h + 1});
+    }
+  });
+}
+
+void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* out) const {
+  const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
+  const int64_t T = ctx.batch.n_tok, E = hp_.n_embd, H = hp_.n_head;
+  const int64_t nope = hp_.n_nope, rope = hp_.n_rot, qw = nope + rope, kvl = hp_.kv_lora, nv = hp_.n_v;
+  const float eps = hp_.norm_eps;
+  Arena& ar = ctx.arena;
+
+  // 1. x and q.
+  float* xn = ar.alloc<float>(T * E);
+  ctx.rms_norm_rows(x, E, lw.attn_norm, eps, T, E, xn, E);
+  ActRows a(ctx, xn, T, E, E);
+  float* q = ar.alloc<float>(T * H * qw);
+  if (lw.wq_a) {
+    const int64_t ql = hp_.q_lora;
+    float* qa = ar.alloc<float>(T * ql);
+    matmul(ctx, lw.wq_a, a, qa, ql);
+    ctx.rms_norm_rows(qa, ql, lw.q_a_norm, eps, T, ql, qa, ql);
+    ActRows aq(ctx, qa, T, ql, ql);
+    matmul(ctx, lw.wq_b, aq, q, H * qw);
+  } else {
+    matmul(ctx, lw.wq_b, a, q, H * qw);
+  }
+
+  // 2. kv = [c | k_pe]; c normalized in place.
+  float* kv = ar.alloc<float>(T * (kvl + rope));
+  matmul(ctx, lw.wkv_a, a, kv, kvl + rope);
+  ctx.rms_norm_rows(kv, kvl + rope, lw.kv_a_norm, eps, T, kvl, kv, kvl + rope);
+
+  // RoPE on q_pe (every head) and the shared k_pe; then the latent row goes to the cache.
+  const RopeParams rp = hp_.rope_params(nullptr);
+  ctx.rope_rows(q + nope, static_cast<int>(H), qw, H * qw, rp);
+  ctx.rope_rows(kv + kvl, 1, kvl + rope, kvl + rope, rp);
+  ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) ctx.kt.store_kv(ctx.kv.type, kv + t * (kvl + rope), ctx.kv_row(il, t), kvl + rope);
+  });
+
+  // 3. qcat[t][h] = [q_abs (kv_lora) | q_pe (rope)].
+  const int64_t qs = kvl + rope;
+  float* qcat = ar.alloc<float>(T * H * qs);
+  per_head(ctx, lw.k_b, q, qw, qcat, H * qs, qs);
+  ctx.parallel_for(T * H, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) std::copy_n(q + i * qw + nope, rope, qcat + i * qs + kvl);
+  });
+
+  float* o = ar.alloc<float>(T * H * kvl);
+  mla(il, ctx, qcat, o);
+
+  // out_h = v_b_h o_h, then attn_output over the concatenated heads.
+  float* ov = ar.alloc<float>(T * H * nv);
+  per_head(ctx, lw.v_b, o, kvl, ov, H * nv, nv);
+  ActRows ao(ctx, ov, T, H * nv, H * nv);
+  matmul(ctx, lw.wo, ao, out, E);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w) {
+  return std::make_unique<Deepseek2Model>(std::move(file), std::move(hp), std::move(w));
+}
+
+}  // namespace ds

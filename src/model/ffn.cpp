@@ -1,0 +1,208 @@
+// Dense FFN and DeepSeek MoE (../shared/SPEC.md deepseek2 step 5 and "MoE weights").
+//
+// MoE design: the step's (token, slot) pairs are sorted by expert (stable, so each
+// expert's rows are in token order); each expert's gate/up/down products then run once
+// over all the tokens routed to it, on activation rows gathered from the once-quantized
+// input. Each output row depends only on its own token [BATCH_INVARIANT]. Expert outputs
+// are scaled by their weights, summed in slot order, then the shared experts are added,
+// exactly the reference's order of float operations.
+#include "model/ffn.h"
+
+#include <cstring>
+
+namespace ds {
+
+namespace {
+constexpr size_t kAlign = 64;
+size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float) + kAlign; }
+// Upper bound of a quantized activation block: every vec_dot_type is <= 4 bytes/element.
+size_t act_bytes(int64_t n_rows, int64_t n) { return static_cast<size_t>(n_rows) * (static_cast<size_t>(n) * 4 + 64) + kAlign; }
+}  // namespace
+
+size_t dense_ffn_scratch(int64_t n_tok, int64_t n_embd, int64_t n_ff) {
+  (void)n_embd;
+  return 2 * floats(n_tok * n_ff) + act_bytes(n_tok, n_ff);
+}
+
+void dense_ffn(ForwardCtx& ctx, ActRows& a, const Mat& gate, const Mat& up, const Mat& down, float* out) {
+  const int64_t T = a.n_rows(), F = gate.n_out;
+  float* g = ctx.arena.alloc<float>(T * F);
+  float* u = ctx.arena.alloc<float>(T * F);
+  matmul(ctx, gate, a, g, F);
+  matmul(ctx, up, a, u, F);
+  ctx.parallel_for(T, [&](int64_t t0, int64_t t1) { ctx.kt.silu_mul(g + t0 * F, u + t0 * F, g + t0 * F, (t1 - t0) * F); });
+  ActRows b(ctx, g, T, F, F);
+  matmul(ctx, down, b, out, down.n_out);
+}
+
+size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
+  const int64_t E = hp.n_embd, X = hp.n_expert, K = hp.n_expert_used, Fe = hp.n_ff_exp;
+  const int64_t TK = T * K;
+  size_t s = 0;
+  s += act_bytes(T, E) * 2;                       // quantized input (up to two types)
+  s += floats(T * X);                             // router logits
+  s += 2 * floats(TK) + 3 * floats(TK) + floats(X + 1);  // ids, weights, order, row_of, counts
+  s += act_bytes(TK, E) * 2;                      // gathered rows for gate and up
+  s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);   // gate/up outputs, quantized for down
+  s += floats(TK * E);                            // expert outputs
+  s += static_cast<size_t>(2 * X) * sizeof(MatJob) + 2 * floats(2 * X + 1) + kAlign;  // jobs, item offsets
+  if (hp.n_expert_shared > 0) s += floats(T * E) + dense_ffn_scratch(T, E, Fe * hp.n_expert_shared);
+  return s;
+}
+
+namespace {
+
+struct Routing {
+  const int32_t* ids;   // [T][K]
+  const float* wts;     // [T][K]
+  int64_t* start;       // [X + 1]: expert e's rows are [start[e], start[e+1]) of the sorted order
+  int64_t* order;       // [T*K]: sorted row -> t*K + slot
+  int64_t* row_of;      // [T*K]: t*K + slot -> sorted row
+};
+
+// Stable counting sort of the (token, slot) pairs by expert id.
+void sort_by_expert(int64_t TK, int X, Routing& r) {
+  for (int e = 0; e <= X; ++e) r.start[e] = 0;
+  for (int64_t i = 0; i < TK; ++i) ++r.start[r.ids[i] + 1];
+  for (int e = 0; e < X; ++e) r.start[e + 1] += r.start[e];
+  for (int64_t i = 0; i < TK; ++i) {  // start[e] advances to start[e+1] while filling
+    const int e = r.ids[i];
+    const int64_t row = r.start[e]++;
+    r.order[row] = i;
+    r.row_of[i] = row;
+  }
+  for (int e = X; e > 0; --e) r.start[e] = r.start[e - 1];
+  r.start[0] = 0;
+}
+
+// Copies the quantized rows of each sorted (token, slot) into contiguous rows.
+void gather_rows(ForwardCtx& ctx, const uint8_t* src, size_t rb, int64_t K, const Routing& r, int64_t TK,
+                 uint8_t* dst) {
+  ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) std::memcpy(dst + static_cast<size_t>(i) * rb, src + static_cast<size_t>(r.order[i] / K) * rb, rb);
+  });
+}
+
+}  // namespace
+
+namespace {
+
+// Router (f32, never quantized), selection, and the (token, slot) pairs sorted by expert.
+Routing route(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, ActRows& ax) {
+  ProfScope ps(ctx.prof, Stage::kRouter);
+  Arena& ar = ctx.arena;
+  const int64_t T = ax.n_rows(), TK = T * hp.n_expert_used;
+  const int X = hp.n_expert;
+  float* logits = ar.alloc<float>(T * X);
+  matmul(ctx, lw.router, ax, logits, X);
+  int32_t* ids = ar.alloc<int32_t>(TK);
+  float* wts = ar.alloc<float>(TK);
+  ctx.kt.moe_route(MoeRouteArgs{.logits = logits,
+                                .n_tok = T,
+                                .n_expert = X,
+                                .n_expert_used = hp.n_expert_used,
+                                .n_group = hp.n_group,
+                                .n_group_used = hp.n_group_used,
+                                .gating = hp.gating,
+                                .bias = lw.exp_probs_b.data,
+                                .norm = hp.expert_weights_norm,
+                                .scale = hp.expert_weights_scale,
+                                .ids = ids,
+                                .weights = wts});
+  ctx.emit("experts", il, ids, T, hp.n_expert_used);
+  Routing r{ids, wts, ar.alloc<int64_t>(X + 1), ar.alloc<int64_t>(TK), ar.alloc<int64_t>(TK)};
+  sort_by_expert(TK, X, r);
+  return r;
+}
+
+// One job per active expert of `w`, on activation rows act (sorted order) -> out rows.
+int expert_jobs(const ExpertMats& w, const Routing& r, int X, const uint8_t* act, size_t act_stride, float* out,
+                int64_t out_stride, MatJob* jobs) {
+  int n = 0;
+  for (int e = 0; e < X; ++e) {
+    const int64_t s = r.start[e], m = r.start[e + 1] - s;
+    if (m > 0) jobs[n++] = MatJob{w.at(e), act + static_cast<size_t>(s) * act_stride, act_stride, m, out + s * out_stride, out_stride};
+  }
+  return n;
+}
+
+// silu(gate x) * up x for every sorted (token, slot) row: [TK][Fe].
+float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int K, ActRows& ax,
+                       MatJob* jobs) {
+  Arena& ar = ctx.arena;
+  const int64_t TK = ax.n_rows() * K, Fe = lw.gate_exps.first.n_out;
+  size_t rb_g = 0, rb_u = 0;
+  const auto* xq_g = static_cast<const uint8_t*>(ax.get(lw.gate_exps.first.type, &rb_g));
+  const auto* xq_u = static_cast<const uint8_t*>(ax.get(lw.up_exps.first.type, &rb_u));
+  uint8_t* gx_g = ar.alloc_bytes(rb_g * static_cast<size_t>(TK));
+  gather_rows(ctx, xq_g, rb_g, K, r, TK, gx_g);
+  uint8_t* gx_u = gx_g;
+  if (xq_u != xq_g) {
+    gx_u = ar.alloc_bytes(rb_u * static_cast<size_t>(TK));
+    gather_rows(ctx, xq_u, rb_u, K, r, TK, gx_u);
+  }
+  float* G = ar.alloc<float>(TK * Fe);
+  float* U = ar.alloc<float>(TK * Fe);
+  int n = expert_jobs(lw.gate_exps, r, X, gx_g, rb_g, G, Fe, jobs);
+  n += expert_jobs(lw.up_exps, r, X, gx_u, rb_u, U, Fe, jobs + n);
+  ctx.matmul_jobs(jobs, n);
+  ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) { ctx.kt.silu_mul(G + i0 * Fe, U + i0 * Fe, G + i0 * Fe, (i1 - i0) * Fe); });
+  return G;
+}
+
+// down(G) for every sorted row: [TK][E].
+float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int64_t TK, float* G,
+                    MatJob* jobs) {
+  Arena& ar = ctx.arena;
+  const int64_t Fe = lw.down_exps.first.n_in, E = lw.down_exps.first.n_out;
+  const GgmlType down_act = vec_dot_type(lw.down_exps.first.type);
+  const uint8_t* gq = reinterpret_cast<const uint8_t*>(G);
+  size_t gq_stride = static_cast<size_t>(Fe) * sizeof(float);
+  if (down_act != GgmlType::F32) {
+    gq_stride = ggml_row_size(down_act, Fe);
+    uint8_t* q = ar.alloc_bytes(gq_stride * static_cast<size_t>(TK));
+    ctx.quantize_rows(down_act, G, Fe, TK, Fe, q, gq_stride);
+    gq = q;
+  }
+  float* D = ar.alloc<float>(TK * E);
+  ctx.matmul_jobs(jobs, expert_jobs(lw.down_exps, r, X, gq, gq_stride, D, E, jobs));
+  return D;
+}
+
+}  // namespace
+
+void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, const float* xn, float* out) {
+  const int64_t T = ctx.batch.n_tok, E = hp.n_embd;
+  const int X = hp.n_expert, K = hp.n_expert_used;
+  ActRows ax(ctx, xn, T, E, E);
+  const Routing r = route(ctx, hp, lw, il, ax);
+  MatJob* jobs = ctx.arena.alloc<MatJob>(2 * X);
+  float* G = experts_gate_up(ctx, lw, r, X, K, ax, jobs);
+  const float* D = experts_down(ctx, lw, r, X, T * K, G, jobs);
+  float* S = nullptr;
+  if (lw.gate_shexp) {
+    S = ctx.arena.alloc<float>(T * E);
+    dense_ffn(ctx, ax, lw.gate_shexp, lw.up_shexp, lw.down_shexp, S);
+  }
+
+  // out = sum over slots in order of w * expert_out, then + shared (the reference's order).
+  ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* o = out + t * E;
+      for (int k = 0; k < K; ++k) {
+        const float w = r.wts[t * K + k];
+        const float* d = D + r.row_of[t * K + k] * E;
+        if (k == 0) {
+          for (int64_t i = 0; i < E; ++i) o[i] = d[i] * w;
+        } else {
+          for (int64_t i = 0; i < E; ++i) o[i] = o[i] + d[i] * w;
+        }
+      }
+      if (S) {
+        for (int64_t i = 0; i < E; ++i) o[i] += S[t * E + i];
+      }
+    }
+  });
+}
+
+}  // namespace ds

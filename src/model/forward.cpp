@@ -1,0 +1,128 @@
+// Forward-step plumbing shared by every architecture: the scratch arena, threaded matrix
+// products and the once-per-row activation quantization.
+#include "model/forward.h"
+
+#include <algorithm>
+#include <string>
+
+namespace ds {
+
+Result<std::unique_ptr<Arena>> Arena::create(size_t bytes, NumaMode mode) {
+  auto buf = NumaBuffer::allocate(bytes + 64, mode);
+  if (!buf) return Status::error("cannot allocate " + std::to_string(bytes) + " bytes of scratch: " + buf.message());
+  std::unique_ptr<Arena> a(new Arena());
+  a->buf_ = std::move(*buf);
+  const auto addr = reinterpret_cast<uintptr_t>(a->buf_.data());
+  a->base_ = a->buf_.data() + ((64 - addr % 64) % 64);
+  a->cap_ = bytes;
+  return a;
+}
+
+void Arena::overflow(size_t bytes) const {
+  std::fprintf(stderr, "ds: scratch arena overflow: %zu + %zu > %zu bytes (Model::scratch_bytes is too small)\n",
+               used_, bytes, cap_);
+  std::abort();
+}
+
+void ForwardCtx::matmul(const Mat& w, const void* act, size_t act_stride, int64_t n_tok, float* out,
+                        int64_t out_stride) {
+  if (n_tok == 0) return;
+  const MatJob job{w, act, act_stride, n_tok, out, out_stride};
+  const size_t mark = arena.mark();
+  matmul_jobs(&job, 1);
+  arena.reset(mark);
+}
+
+void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
+  // Row blocks of kRows (a multiple of every kernel's row tile); item i of job j covers
+  // rows [i * kRows, ...). first[j] is job j's first item.
+  constexpr int64_t kRows = 16;
+  int64_t n_items = 0;
+  int64_t* first = arena.alloc<int64_t>(n_jobs + 1);
+  for (int j = 0; j < n_jobs; ++j) {
+    first[j] = n_items;
+    if (jobs[j].n_tok > 0) n_items += (jobs[j].w.n_out + kRows - 1) / kRows;
+  }
+  first[n_jobs] = n_items;
+  pool.parallel_for(n_items, 1, [&](int64_t i0, int64_t i1, int) {
+    int j = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
+    for (int64_t i = i0; i < i1; ++i) {
+      while (i >= first[j + 1]) ++j;
+      const MatJob& job = jobs[j];
+      const int64_t r0 = (i - first[j]) * kRows;
+      MatmulArgs a{.wtype = job.w.type,
+                   .w = job.w.data,
+                   .w_row_stride = job.w.row_stride,
+                   .n_in = job.w.n_in,
+                   .row_begin = r0,
+                   .row_end = std::min(r0 + kRows, job.w.n_out),
+                   .act = job.act,
+                   .act_row_stride = job.act_stride,
+                   .n_tok = job.n_tok,
+                   .out = job.out,
+                   .out_stride = job.out_stride};
+      kt.matmul(a);
+    }
+  });
+}
+
+void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n,
+                               uint8_t* dst, size_t dst_stride) {
+  ProfScope ps(prof, Stage::kQuantizeAct);
+  parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) kt.quantize_act(type, x + t * x_stride, dst + static_cast<size_t>(t) * dst_stride, n);
+  });
+}
+
+void ForwardCtx::rms_norm_rows(const float* x, int64_t x_stride, const Vec& w, float eps, int64_t n_rows, int64_t n,
+                               float* y, int64_t y_stride) {
+  ProfScope ps(prof, Stage::kNormsRope);
+  parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) kt.rms_norm(x + t * x_stride, w.data, y + t * y_stride, n, eps);
+  });
+}
+
+void ForwardCtx::rope_rows(float* x, int n_head, int64_t head_stride, int64_t tok_stride, const RopeParams& p) {
+  ProfScope ps(prof, Stage::kNormsRope);
+  parallel_for(batch.n_tok, [&](int64_t t0, int64_t t1) {
+    kt.rope(RopeArgs{.x = x + t0 * tok_stride,
+                     .n_tok = t1 - t0,
+                     .n_head = n_head,
+                     .tok_stride = tok_stride,
+                     .head_stride = head_stride,
+                     .pos = batch.pos + t0},
+            p);
+  });
+}
+
+const void* ActRows::get(GgmlType wtype, size_t* row_bytes) {
+  const GgmlType at = vec_dot_type(wtype);
+  if (at == GgmlType::F32) {  // f32 weights consume the float rows as they are
+    *row_bytes = static_cast<size_t>(x_stride_) * sizeof(float);
+    return x_;
+  }
+  for (int i = 0; i < n_slots_; ++i) {
+    if (types_[i] == at) {
+      *row_bytes = stride_[i];
+      return data_[i];
+    }
+  }
+  assert(n_slots_ < kSlots);
+  const size_t stride = ggml_row_size(at, n_);
+  uint8_t* dst = ctx_.arena.alloc_bytes(stride * static_cast<size_t>(n_rows_));
+  ctx_.quantize_rows(at, x_, x_stride_, n_rows_, n_, dst, stride);
+  types_[n_slots_] = at;
+  data_[n_slots_] = dst;
+  stride_[n_slots_] = stride;
+  ++n_slots_;
+  *row_bytes = stride;
+  return dst;
+}
+
+void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_stride) {
+  size_t stride = 0;
+  const void* act = a.get(w.type, &stride);
+  ctx.matmul(w, act, stride, a.n_rows(), out, out_stride);
+}
+
+}  // namespace ds

@@ -1,0 +1,245 @@
+// Hyper-parameter loading: explicit keys only (../shared/SPEC.md "Common keys" and
+// "deepseek2"). Each getter returns a Status naming the key when it is required and absent,
+// has the wrong type, or holds a value out of range.
+#include "model/hparams.h"
+
+#include <cmath>
+
+#include "gguf/gguf_file.h"
+
+namespace ds {
+
+namespace {
+
+class KeyReader {
+ public:
+  KeyReader(const GgufFile& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+
+  std::string key(const char* suffix) const { return arch_ + "." + suffix; }
+
+  // Required integer key, which must be at least `min`.
+  Status req_int(const char* suffix, int64_t min, int64_t* out) const {
+    const std::string k = key(suffix);
+    auto v = f_.get_int(k);
+    if (!v) return v.status();
+    if (!v.value()) return Status::error("missing required key " + k + " in " + f_.path());
+    return check_range(k, **v, min, out);
+  }
+  Status opt_int(const char* suffix, int64_t def, int64_t min, int64_t* out) const {
+    const std::string k = key(suffix);
+    auto v = f_.get_int_or(k, def);
+    if (!v) return v.status();
+    return check_range(k, *v, min, out);
+  }
+  Status req_float(const char* suffix, float* out) const {
+    const std::string k = key(suffix);
+    auto v = f_.get_float(k);
+    if (!v) return v.status();
+    if (!v.value()) return Status::error("missing required key " + k + " in " + f_.path());
+    *out = static_cast<float>(**v);
+    return Status::ok();
+  }
+  Status opt_float(const char* suffix, float def, float* out) const {
+    auto v = f_.get_float_or(key(suffix), def);
+    if (!v) return v.status();
+    *out = static_cast<float>(*v);
+    return Status::ok();
+  }
+  Status opt_bool(const char* suffix, bool def, bool* out) const {
+    auto v = f_.get_bool_or(key(suffix), def);
+    if (!v) return v.status();
+    *out = *v;
+    return Status::ok();
+  }
+  Status opt_string(const char* suffix, std::string def, std::string* out) const {
+    auto v = f_.get_string_or(key(suffix), std::move(def));
+    if (!v) return v.status();
+    *out = *v;
+    return Status::ok();
+  }
+  bool has(const char* suffix) const { return f_.has(key(suffix)); }
+
+ private:
+  Status check_range(const std::string& k, int64_t v, int64_t min, int64_t* out) const {
+    if (v < min || v > (int64_t{1} << 31)) {
+      return Status::error("key " + k + " = " + std::to_string(v) + " is out of range in " + f_.path());
+    }
+    *out = v;
+    return Status::ok();
+  }
+  const GgufFile& f_;
+  std::string arch_;
+};
+
+template <class T>
+Status read_to(const KeyReader& r, const char* suffix, T* out, bool required, int64_t def, int64_t min) {
+  int64_t v = 0;
+  DS_RETURN_IF_ERROR(required ? r.req_int(suffix, min, &v) : r.opt_int(suffix, def, min, &v));
+  *out = static_cast<T>(v);
+  return Status::ok();
+}
+
+Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  DS_RETURN_IF_ERROR(read_to(r, "context_length", &hp->n_ctx_train, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "embedding_length", &hp->n_embd, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "block_count", &hp->n_layer, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "feed_forward_length", &hp->n_ff, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.head_count", &hp->n_head, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.head_count_kv", &hp->n_head_kv, false, hp->n_head, 1));
+  if (hp->n_embd % hp->n_head != 0) {
+    return Status::error(r.key("embedding_length") + " is not a multiple of head_count in " + f.path());
+  }
+  const int64_t hd = hp->n_embd / hp->n_head;
+  DS_RETURN_IF_ERROR(read_to(r, "attention.key_length", &hp->n_embd_head_k, false, hd, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.value_length", &hp->n_embd_head_v, false, hd, 1));
+  DS_RETURN_IF_ERROR(r.req_float("attention.layer_norm_rms_epsilon", &hp->norm_eps));
+  DS_RETURN_IF_ERROR(r.opt_float("rope.freq_base", 10000.0f, &hp->rope_base));
+
+  std::string scaling;
+  DS_RETURN_IF_ERROR(r.opt_string("rope.scaling.type", "none", &scaling));
+  if (scaling == "none") {
+    hp->rope_scaling = RopeScaling::kNone;
+  } else if (scaling == "linear") {
+    hp->rope_scaling = RopeScaling::kLinear;
+  } else if (scaling == "yarn") {
+    hp->rope_scaling = RopeScaling::kYarn;
+  } else {
+    return Status::error("unsupported " + r.key("rope.scaling.type") + " '" + scaling + "' in " + f.path());
+  }
+  if (hp->rope_scaling != RopeScaling::kNone) {
+    DS_RETURN_IF_ERROR(r.req_float("rope.scaling.factor", &hp->rope_factor));
+    if (!(hp->rope_factor > 0.0f)) return Status::error(r.key("rope.scaling.factor") + " must be > 0");
+  }
+  if (hp->rope_scaling == RopeScaling::kYarn) {
+    DS_RETURN_IF_ERROR(read_to(r, "rope.scaling.original_context_length", &hp->n_ctx_orig, true, 0, 1));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_log_multiplier", 0.0f, &hp->yarn_log_mul));
+  }
+
+  // Vocabulary: <arch>.vocab_size, else the token list, else token_embd's rows.
+  auto vs = f.get_int(r.key("vocab_size"));
+  if (!vs) return vs.status();
+  if (vs.value()) {
+    hp->n_vocab = **vs;
+  } else if (const GgufValue* toks = f.find("tokenizer.ggml.tokens")) {
+    hp->n_vocab = static_cast<int64_t>(toks->array_size());
+  } else if (const GgufTensorInfo* te = f.tensor("token_embd.weight")) {
+    hp->n_vocab = te->ne[1];
+  }
+  if (hp->n_vocab <= 0) return Status::error("cannot determine the vocabulary size of " + f.path());
+  return Status::ok();
+}
+
+Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp->n_rot, true, 0, 2));
+  DS_RETURN_IF_ERROR(read_to(r, "leading_dense_block_count", &hp->n_layer_dense_lead, true, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.q_lora_rank", &hp->q_lora, false, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.kv_lora_rank", &hp->kv_lora, true, 0, 1));
+  const bool has_k_mla = r.has("attention.key_length_mla");
+  const bool has_v_mla = r.has("attention.value_length_mla");
+  if (has_k_mla != has_v_mla) {
+    return Status::error(r.key(has_k_mla ? "attention.value_length_mla" : "attention.key_length_mla") +
+                         " is missing (the other *_mla key is present) in " + f.path());
+  }
+  hp->mla_legacy = !has_k_mla;
+  int64_t k_head = hp->n_embd_head_k;
+  if (has_k_mla) {
+    DS_RETURN_IF_ERROR(read_to(r, "attention.key_length_mla", &k_head, true, 0, 1));
+    DS_RETURN_IF_ERROR(read_to(r, "attention.value_length_mla", &hp->n_v, true, 0, 1));
+  } else {
+    if (!r.has("attention.key_length")) return Status::error("missing required key " + r.key("attention.key_length"));
+    if (!r.has("attention.value_length")) return Status::error("missing required key " + r.key("attention.value_length"));
+    hp->n_v = hp->n_embd_head_v;
+  }
+  if (k_head <= hp->n_rot) {
+    return Status::error("deepseek2 key length " + std::to_string(k_head) + " must exceed rope.dimension_count " +
+                         std::to_string(hp->n_rot) + " in " + f.path());
+  }
+  hp->n_nope = k_head - hp->n_rot;
+
+  DS_RETURN_IF_ERROR(read_to(r, "expert_count", &hp->n_expert, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_used_count", &hp->n_expert_used, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, false, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
+  DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, &hp->expert_weights_scale));
+  DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
+  int gating = 0;
+  DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, false, 0, 0));
+  if (gating == 0 || gating == 1) {
+    hp->gating = MoeGating::kSoftmax;
+  } else if (gating == 2) {
+    hp->gating = MoeGating::kSigmoid;
+  } else {
+    return Status::error(r.key("expert_gating_func") + " = " + std::to_string(gating) + " is not 0, 1 or 2");
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "expert_group_count", &hp->n_group, false, 1, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_group_used_count", &hp->n_group_used, false, hp->n_group, 1));
+  if (hp->n_expert_used > hp->n_expert) return Status::error(r.key("expert_used_count") + " exceeds expert_count");
+  if (hp->n_expert % hp->n_group != 0 || hp->n_group_used > hp->n_group) {
+    return Status::error(r.key("expert_group_count") + "/" + r.key("expert_group_used_count") +
+                         " do not divide the experts");
+  }
+  if (hp->n_layer_dense_lead > hp->n_layer) {
+    return Status::error(r.key("leading_dense_block_count") + " exceeds block_count");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<HParams> load_hparams(const GgufFile& f) {
+  HParams hp;
+  hp.arch_name = f.architecture();
+  if (hp.arch_name.empty()) return Status::error("missing required key general.architecture in " + f.path());
+  if (hp.arch_name == "llama") {
+    hp.arch = Arch::kLlama;
+  } else if (hp.arch_name == "qwen2") {
+    hp.arch = Arch::kQwen2;
+  } else if (hp.arch_name == "deepseek2") {
+    hp.arch = Arch::kDeepseek2;
+  } else {
+    return Status::error("unsupported architecture '" + hp.arch_name + "' in " + f.path() +
+                         " (supported: llama, qwen2, deepseek2)");
+  }
+  auto name = f.get_string_or("general.name", "");
+  if (!name) return name.status();
+  hp.name = *name;
+  KeyReader r(f, hp.arch_name);
+  DS_RETURN_IF_ERROR(load_common(f, r, &hp));
+  if (hp.arch == Arch::kDeepseek2) {
+    DS_RETURN_IF_ERROR(load_deepseek2(f, r, &hp));
+  } else {
+    DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp.n_rot, false, hp.n_embd_head_k, 2));
+    if (hp.n_head % hp.n_head_kv != 0) {
+      return Status::error(r.key("attention.head_count") + " is not a multiple of head_count_kv in " + f.path());
+    }
+    if (hp.n_rot > hp.n_embd_head_k) return Status::error(r.key("rope.dimension_count") + " exceeds the head size");
+  }
+  return hp;
+}
+
+RopeParams HParams::rope_params(const float* freq_factors) const {
+  RopeParams p;
+  p.n_rot = n_rot;
+  p.neox = arch == Arch::kQwen2;  // SPEC.md: qwen2 rotates halves; llama/deepseek2 adjacent pairs
+  p.freq_base = rope_base;
+  p.freq_factors = freq_factors;
+  if (rope_scaling != RopeScaling::kNone) p.freq_scale = 1.0f / rope_factor;
+  if (rope_scaling == RopeScaling::kYarn) {
+    // SPEC.md step 4: all of YaRN's attention scaling goes into kq_scale; the cos/sin
+    // magnitude stays 1 for DeepSeek files (mscale == mscale_all_dim).
+    p.ext_factor = 1.0f;
+    p.attn_factor = 1.0f;
+    p.n_ctx_orig = n_ctx_orig;
+  }
+  return p;
+}
+
+float HParams::kq_scale() const {
+  if (arch != Arch::kDeepseek2) return 1.0f / std::sqrt(static_cast<float>(n_embd_head_k));
+  // [YARN_LOG_MUL] mscale = 1 + 0.1 * mscale_all_dim * ln(factor) = 1 + yarn_log_mul * ln(factor).
+  float mscale = 1.0f;
+  if (rope_scaling == RopeScaling::kYarn) mscale = 1.0f + yarn_log_mul * std::log(rope_factor);
+  return mscale * mscale / std::sqrt(static_cast<float>(n_nope + n_rot));
+}
+
+}  // namespace ds

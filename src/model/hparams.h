@@ -1,0 +1,72 @@
+// Model hyper-parameters, read from explicit GGUF keys (../shared/SPEC.md "Architectures").
+// Design: one flat struct for all three architectures; fields that an architecture does not
+// use stay at their defaults. Nothing is inferred from the layer count or from tensor
+// shapes: a missing required key is a load error that names the key. The deepseek2 file
+// layout (MLA split k_b/v_b versus legacy attn_kv_b) is decided by the presence of the
+// `*_mla` keys, as SPEC.md describes, and then confirmed by the tensors at weight load.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ds/status.h"
+#include "kernels/kernels.h"
+
+namespace ds {
+
+class GgufFile;
+
+enum class Arch { kLlama, kQwen2, kDeepseek2 };
+enum class RopeScaling { kNone, kLinear, kYarn };
+
+struct HParams {
+  Arch arch = Arch::kLlama;
+  std::string arch_name;     // general.architecture
+  std::string name;          // general.name
+
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int n_layer = 0;
+  int64_t n_ff = 0;          // dense FFN width
+  int n_head = 0;
+  int n_head_kv = 0;
+  int64_t n_embd_head_k = 0; // key_length (per head)
+  int64_t n_embd_head_v = 0; // value_length (per head)
+  int n_rot = 0;             // rope.dimension_count
+  float norm_eps = 1e-6f;
+
+  // RoPE (SPEC.md deepseek2 step 4 for YaRN; linear for deepseek-coder).
+  float rope_base = 10000.0f;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  float rope_factor = 1.0f;
+  int n_ctx_orig = 0;
+  float yarn_log_mul = 0.0f;   // [YARN_LOG_MUL] 0.1 x mscale_all_dim
+
+  // deepseek2 only.
+  int n_layer_dense_lead = 0;
+  int64_t q_lora = 0;          // 0: attn_q instead of attn_q_a/attn_q_b
+  int64_t kv_lora = 0;
+  int64_t n_nope = 0;          // per-head non-rotated key width
+  int64_t n_v = 0;             // per-head value width
+  bool mla_legacy = false;     // attn_kv_b layout (no *_mla keys)
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_expert_shared = 0;
+  int64_t n_ff_exp = 0;
+  float expert_weights_scale = 1.0f;
+  bool expert_weights_norm = false;
+  MoeGating gating = MoeGating::kSoftmax;
+  int n_group = 1;
+  int n_group_used = 1;
+
+  bool is_moe_layer(int il) const { return arch == Arch::kDeepseek2 && il >= n_layer_dense_lead; }
+  // Rope parameters shared by every layer (kernels.h RopeParams).
+  RopeParams rope_params(const float* freq_factors) const;
+  // kq_scale (SPEC.md: deepseek2 uses mscale^2 / sqrt(nope + rope)).
+  float kq_scale() const;
+};
+
+// Reads and validates the keys of `file`'s architecture. Errors name the missing key.
+Result<HParams> load_hparams(const GgufFile& file);
+
+}  // namespace ds

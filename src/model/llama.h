@@ -1,0 +1,26 @@
+// The llama-family block (llama, qwen2): GQA attention with RoPE over a paged K/V cache
+// and a SiLU-gated FFN. qwen2 differs only by q/k/v biases and NEOX RoPE, both carried by
+// its weights and hyper-parameters (qwen2.cpp).
+#pragma once
+#include <memory>
+
+#include "model/model.h"
+
+namespace ds {
+
+class LlamaModel : public Model {
+ public:
+  LlamaModel(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w)
+      : Model(std::move(file), std::move(hp), std::move(w)) {}
+
+  size_t kv_row_bytes(GgmlType t) const override;
+  size_t scratch_bytes(int64_t max_tokens) const override;
+  void attention(int il, ForwardCtx& ctx, const float* x, float* out) const override;
+  void ffn(int il, ForwardCtx& ctx, const float* x, float* out) const override;
+
+ private:
+  size_t k_row_bytes(GgmlType t) const;
+  void store_kv(int il, ForwardCtx& ctx, const float* k, const float* v) const;
+};
+
+}  // namespace ds

@@ -1,0 +1,60 @@
+// A loaded model: the mmapped GGUF file, its hyper-parameters, weight views and the
+// architecture's forward code. The forward pass is split into the two sub-layers of each
+// block (attention, FFN/MoE) so that tests can feed each one the reference's input
+// (teacher forcing, ../shared/refdata/README.md) and the engine can chain them.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ds/status.h"
+#include "gguf/gguf_file.h"
+#include "model/forward.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace ds {
+
+class Model {
+ public:
+  // Opens `path` (all shards), reads the hyper-parameters and maps the weights.
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  virtual ~Model() = default;
+
+  const HParams& hp() const { return hp_; }
+  const Weights& weights() const { return *w_; }
+  const GgufFile& file() const { return *file_; }
+
+  // Bytes of one token's KV row for one layer in cache type t [KV_LAYOUT].
+  virtual size_t kv_row_bytes(GgmlType t) const = 0;
+  // Scratch arena size for batches of up to max_tokens rows (upper bound).
+  virtual size_t scratch_bytes(int64_t max_tokens) const = 0;
+
+  // Attention sub-layer of block il: out = attention(rms_norm(x)) for every batch row
+  // (x, out: [n_tok][n_embd]); writes the batch's K/V rows into the cache first.
+  virtual void attention(int il, ForwardCtx& ctx, const float* x, float* out) const = 0;
+  // FFN or MoE sub-layer of block il: out = ffn(rms_norm(x)). Traces "experts" for MoE.
+  virtual void ffn(int il, ForwardCtx& ctx, const float* x, float* out) const = 0;
+
+  // The whole step: embeddings, every block with its residual adds, final norm and the
+  // output head for batch.out_rows. logits: [n_out][n_vocab].
+  void forward(ForwardCtx& ctx, float* logits) const;
+
+ protected:
+  Model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w)
+      : file_(std::move(file)), hp_(std::move(hp)), w_(std::move(w)) {}
+  // Scratch for the generic part of forward() (residual stream, logits rows).
+  size_t base_scratch_bytes(int64_t max_tokens) const;
+
+  std::unique_ptr<GgufFile> file_;
+  HParams hp_;
+  std::unique_ptr<Weights> w_;
+};
+
+// Per-architecture factories (llama.cpp, qwen2.cpp, deepseek2.cpp).
+std::unique_ptr<Model> make_llama_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_qwen2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+
+}  // namespace ds

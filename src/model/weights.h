@@ -1,0 +1,90 @@
+// Typed views of a model's weights. Matrices point straight into the mmapped GGUF file
+// (GgufTensorInfo::data); nothing is copied except what must be converted at load:
+// 1-D tensors (norms, biases, rope_freqs, exp_probs_b) become f32 vectors, and the legacy
+// deepseek2 `attn_kv_b` is split into per-head k_b (transposed, f32) and v_b (a view).
+// Every tensor's shape is checked against the hyper-parameters; a wrong one is a load
+// error naming the tensor, its shape and the expected shape.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ds/status.h"
+#include "kernels/quant/types.h"
+#include "model/hparams.h"
+
+namespace ds {
+
+class GgufFile;
+
+// A 2-D weight: n_out rows of n_in elements, row r at data + r * row_stride.
+struct Mat {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* data = nullptr;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  size_t row_stride = 0;
+  explicit operator bool() const { return data != nullptr; }
+};
+
+// n_expert matrices of one shape, expert e at first.data + e * expert_stride.
+struct ExpertMats {
+  Mat first;
+  size_t expert_stride = 0;
+  Mat at(int e) const {
+    Mat m = first;
+    m.data += static_cast<size_t>(e) * expert_stride;
+    return m;
+  }
+  explicit operator bool() const { return first.data != nullptr; }
+};
+
+// An f32 vector owned by the Weights (converted at load).
+struct Vec {
+  const float* data = nullptr;
+  int64_t n = 0;
+  explicit operator bool() const { return data != nullptr; }
+};
+
+struct LayerWeights {
+  Vec attn_norm;
+  Vec ffn_norm;
+
+  // llama / qwen2 attention.
+  Mat wq, wk, wv, wo;
+  Vec bq, bk, bv;  // qwen2 only
+
+  // deepseek2 MLA attention.
+  Mat wq_a;            // [E -> q_lora] (q compression) or empty
+  Vec q_a_norm;
+  Mat wq_b;            // [q_lora -> H*(nope+rope)]; attn_q when no q compression
+  Mat wkv_a;           // [E -> kv_lora + rope]
+  Vec kv_a_norm;
+  std::vector<Mat> k_b;  // per head: [nope -> kv_lora] (q_abs = k_b^T q_nope)
+  std::vector<Mat> v_b;  // per head: [kv_lora -> v]
+
+  // Dense FFN (llama, qwen2, deepseek2 leading blocks).
+  Mat ffn_gate, ffn_up, ffn_down;
+
+  // MoE FFN.
+  Mat router;          // ffn_gate_inp [E -> n_expert]
+  Vec exp_probs_b;     // selection bias, optional
+  ExpertMats gate_exps, up_exps, down_exps;
+  Mat gate_shexp, up_shexp, down_shexp;  // optional (n_expert_shared = 0)
+};
+
+struct Weights {
+  Mat tok_embd;        // [E] rows, one per token
+  Vec output_norm;
+  Mat output;          // token_embd when tied
+  Vec rope_freqs;      // optional, [n_rot/2]
+  std::vector<LayerWeights> layers;
+
+  // Storage of converted tensors; inner buffers never move.
+  std::vector<std::vector<float>> owned;
+};
+
+Result<std::unique_ptr<Weights>> load_weights(const GgufFile& file, const HParams& hp);
+
+}  // namespace ds

@@ -1,0 +1,292 @@
+// ds-cli bench: prefill and decode speed of a model, and this machine's two limits measured
+// in the same run (read bandwidth, int8 dot-product peak), so that results are reported as
+// fractions of the roofline rather than as bare tokens per second.
+//   decode roofline  = tg_tps * bytes of weights read per token / bandwidth
+//                      (experts counted only in the share a token selects)
+//   prefill roofline = pp_tps * int8 ops per token / int8 peak (2 ops per multiply-add)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ds/engine.h"
+#include "gguf/gguf_file.h"
+#include "runtime/machine_limits.h"
+#include "runtime/thread_pool.h"
+#include "tools/command.h"
+#include "util/strings.h"
+
+namespace ds::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int n_threads = 0;
+  int batch = 8;
+  int repeats = 3;
+  bool json = false;
+  bool profile = false;
+  bool limits = true;
+  std::string kv_type = "f16";
+};
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Weight bytes and int8 ops one token touches: every matrix once, experts in the share
+// n_expert_used / n_expert, the embedding table as one row.
+struct ModelCost {
+  double bytes_per_token = 0;
+  double ops_per_token = 0;
+};
+
+ModelCost model_cost(const GgufFile& f) {
+  ModelCost c;
+  const std::string arch = f.architecture();
+  const double n_exp = static_cast<double>(f.get_int_or(arch + ".expert_count", 0).value());
+  const double n_used = static_cast<double>(f.get_int_or(arch + ".expert_used_count", 0).value());
+  for (const auto& t : f.tensors()) {
+    double bytes = static_cast<double>(t.nbytes), params = static_cast<double>(t.n_elements());
+    if (t.name == "token_embd.weight") {
+      bytes /= static_cast<double>(t.ne[1]);
+      params = 0;
+      if (!f.tensor("output.weight")) params = static_cast<double>(t.n_elements());  // tied head
+    }
+    if (t.name.find("_exps") != std::string::npos && n_exp > 0) {
+      bytes *= n_used / n_exp;
+      params *= n_used / n_exp;
+    }
+    if (t.n_dims < 2) params = 0;  // norms and biases: no multiply-adds worth counting
+    c.bytes_per_token += bytes;
+    c.ops_per_token += 2.0 * params;
+  }
+  return c;
+}
+
+void usage() {
+  std::printf(
+      "usage: ds-cli bench --model FILE [-p N] [-n N] [-t N] [--batch B] [--repeats R] [--kv-type T]\n"
+      "                    [--json] [--profile] [--no-limits]\n"
+      "  -p N         prompt tokens for the prefill test (default 512)\n"
+      "  -n N         tokens to decode for the decode tests (default 128)\n"
+      "  -t N         threads (default: one per physical core)\n"
+      "  --batch B    concurrent sequences for the aggregate decode test (default 8; 0 skips it)\n"
+      "  --repeats R  repeats of each test; medians are reported with min..max (default 3)\n"
+      "  --kv-type T  KV cache type f32|f16|bf16|q8_0 (default f16)\n"
+      "  --json       one line with one JSON object (pp_tps, tg_tps, batch_tg_tps, bandwidth_gbs,\n"
+      "               int8_gops, tg_roofline, pp_roofline, ...)\n"
+      "  --profile    break one prefill chunk and one decode step down by stage\n"
+      "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n");
+}
+
+int parse(const std::vector<std::string>& a, BenchArgs* b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto val = [&](int* out) {
+      if (i + 1 >= a.size()) return false;
+      char* end = nullptr;
+      long v = std::strtol(a[++i].c_str(), &end, 10);
+      if (*end || v < 0 || v > 1000000) return false;
+      *out = static_cast<int>(v);
+      return true;
+    };
+    const std::string& s = a[i];
+    bool ok = true;
+    if (s == "--help" || s == "-h") { usage(); return 0; }
+    else if (s == "--model" || s == "-m") { ok = i + 1 < a.size(); if (ok) b->model = a[++i]; }
+    else if (s == "-p") ok = val(&b->n_prompt);
+    else if (s == "-n") ok = val(&b->n_gen);
+    else if (s == "-t" || s == "--threads") ok = val(&b->n_threads);
+    else if (s == "--batch") ok = val(&b->batch);
+    else if (s == "--repeats") ok = val(&b->repeats);
+    else if (s == "--kv-type") { ok = i + 1 < a.size(); if (ok) b->kv_type = a[++i]; }
+    else if (s == "--json") b->json = true;
+    else if (s == "--profile") b->profile = true;
+    else if (s == "--no-limits") b->limits = false;
+    else { std::fprintf(stderr, "bench: unknown option %s\n", s.c_str()); return 2; }
+    if (!ok) { std::fprintf(stderr, "bench: bad or missing value for %s\n", s.c_str()); return 2; }
+  }
+  if (b->model.empty()) { usage(); return 2; }
+  if (b->n_prompt < 1 || b->n_gen < 1 || b->repeats < 1) {
+    std::fprintf(stderr, "bench: -p, -n and --repeats must be at least 1\n");
+    return 2;
+  }
+  return -1;
+}
+
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint64_t>(n_vocab));
+  return t;
+}
+
+// Prefill of n_prompt tokens in one step; returns seconds.
+Result<double> run_prefill(Engine& e, const std::vector<int32_t>& toks, std::vector<float>& logits) {
+  DS_RETURN_IF_ERROR(e.seq_reserve(0, static_cast<int32_t>(toks.size())));
+  const SeqChunk c{.seq_id = 0, .tokens = toks, .pos0 = 0};
+  const double t0 = now_s();
+  Status s = e.step(std::span(&c, 1), logits.data());
+  const double dt = now_s() - t0;
+  e.seq_release(0);
+  if (!s) return s;
+  return dt;
+}
+
+// n_seq sequences decode n_gen tokens each, one token per sequence per step, from empty
+// contexts; returns seconds for all steps.
+Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vector<float>& logits) {
+  for (int s = 0; s < n_seq; ++s) {
+    Status st = e.seq_reserve(s, n_gen);
+    if (!st) {
+      for (int k = 0; k < s; ++k) e.seq_release(k);
+      return st;
+    }
+  }
+  std::vector<int32_t> toks = random_tokens(n_seq * n_gen, n_vocab, 42);
+  std::vector<SeqChunk> chunks(n_seq);
+  Status st;
+  const double t0 = now_s();
+  for (int it = 0; it < n_gen && st.is_ok(); ++it) {
+    for (int s = 0; s < n_seq; ++s) {
+      chunks[s] = {.seq_id = s, .tokens = std::span(&toks[static_cast<size_t>(s * n_gen + it)], 1), .pos0 = it};
+    }
+    st = e.step(chunks, logits.data());
+  }
+  const double dt = now_s() - t0;
+  for (int s = 0; s < n_seq; ++s) e.seq_release(s);
+  if (!st) return st;
+  return dt;
+}
+
+void print_profile(const char* what, const Engine& e) {
+  auto p = e.profile();
+  double total = 0;
+  for (const auto& [name, secs] : p) total += secs;
+  std::printf("profile of %s (%.2f ms):\n", what, total * 1e3);
+  if (p.empty()) std::printf("  (this engine reports no stage times)\n");
+  for (const auto& [name, secs] : p) {
+    std::printf("  %-14s %9.3f ms  %5.1f%%\n", name.c_str(), secs * 1e3, total > 0 ? 100.0 * secs / total : 0.0);
+  }
+}
+
+int cmd_bench(const std::vector<std::string>& args) {
+  BenchArgs b;
+  if (int rc = parse(args, &b); rc >= 0) return rc;
+
+  auto file = GgufFile::open(b.model);
+  if (!file) { std::fprintf(stderr, "error: %s\n", file.message().c_str()); return 1; }
+  const ModelCost cost = model_cost(**file);
+
+  const int n_par = std::max(1, b.batch) + 1;
+  EngineOptions eo;
+  eo.model_path = b.model;
+  eo.n_ctx = std::max(b.n_prompt, b.n_gen) + 16;
+  eo.n_parallel = n_par;
+  eo.n_threads = b.n_threads;
+  eo.kv_type = b.kv_type;
+  eo.max_batch_tokens = std::max(b.n_prompt, std::max(1, b.batch));
+  auto engine = Engine::create(eo);
+  if (!engine) { std::fprintf(stderr, "error: %s\n", engine.message().c_str()); return 1; }
+  Engine& e = **engine;
+  const int n_vocab = e.info().n_vocab;
+  std::vector<float> logits(static_cast<size_t>(std::max(1, b.batch)) * static_cast<size_t>(n_vocab));
+
+  std::vector<double> pp, tg, btg;
+  const auto prompt = random_tokens(b.n_prompt, n_vocab, 7);
+  // Warm-up (not timed): faults in the mmapped weights and the scratch buffers.
+  if (auto w = run_prefill(e, prompt, logits); !w) {
+    std::fprintf(stderr, "error: prefill: %s\n", w.message().c_str());
+    return 1;
+  }
+  (void)run_decode(e, 1, std::min(b.n_gen, 4), n_vocab, logits);
+  for (int r = 0; r < b.repeats; ++r) {
+    auto p = run_prefill(e, prompt, logits);
+    if (!p) { std::fprintf(stderr, "error: prefill: %s\n", p.message().c_str()); return 1; }
+    pp.push_back(b.n_prompt / *p);
+    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits);
+    if (!t) { std::fprintf(stderr, "error: decode: %s\n", t.message().c_str()); return 1; }
+    tg.push_back(b.n_gen / *t);
+    if (b.batch > 0) {
+      auto bt = run_decode(e, b.batch, b.n_gen, n_vocab, logits);
+      if (!bt) { std::fprintf(stderr, "error: batched decode: %s\n", bt.message().c_str()); return 1; }
+      btg.push_back(static_cast<double>(b.batch) * b.n_gen / *bt);
+    }
+  }
+
+  double bw = 0, gops = 0;
+  std::string peak_isa = "-";
+  if (b.limits) {
+    ThreadPool pool({.n_threads = b.n_threads});
+    auto bwr = measure_read_bandwidth(pool);
+    if (bwr) bw = bwr->gbs.median;
+    auto pk = measure_int8_peak(pool);
+    gops = pk.gops.median;
+    peak_isa = pk.isa;
+  }
+  const Stats spp = stats_of(pp), stg = stats_of(tg), sbtg = stats_of(btg);
+  const double tg_roof = bw > 0 ? stg.median * cost.bytes_per_token / (bw * 1e9) : 0;
+  const double pp_roof = gops > 0 ? spp.median * cost.ops_per_token / (gops * 1e9) : 0;
+
+  if (b.json) {
+    std::printf(
+        "{\"model\":\"%s\",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"batch\":%d,\"pp_tps\":%.3f,"
+        "\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
+        "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"int8_gops\":%.3f,\"bytes_per_token\":%.0f,"
+        "\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
+        escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, spp.min,
+        spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, gops, cost.bytes_per_token, cost.ops_per_token,
+        tg_roof, pp_roof);
+  } else {
+    std::printf("model: %s (%s, %s read per decoded token, %.2f GOP per prefill token)\n", b.model.c_str(),
+                e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(), cost.ops_per_token / 1e9);
+    std::printf("machine: read bandwidth %.1f GB/s, int8 peak %.0f GOPS (%s)\n", bw, gops, peak_isa.c_str());
+    std::printf("%-22s %10s %20s %10s\n", "test", "t/s", "min..max", "roofline");
+    std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("pp" + std::to_string(b.n_prompt)).c_str(), spp.median,
+                spp.min, spp.max, 100 * pp_roof);
+    std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("tg" + std::to_string(b.n_gen)).c_str(), stg.median,
+                stg.min, stg.max, 100 * tg_roof);
+    if (b.batch > 0) {
+      std::printf("%-22s %10.2f %9.2f..%-10.2f %9.2fx\n", ("tg x" + std::to_string(b.batch) + " aggregate").c_str(),
+                  sbtg.median, sbtg.min, sbtg.max, stg.median > 0 ? sbtg.median / stg.median : 0.0);
+    }
+  }
+  if (b.profile) {
+    e.set_profiling(true);
+    e.profile_reset();
+    (void)run_prefill(e, prompt, logits);
+    print_profile(("one prefill chunk of " + std::to_string(b.n_prompt) + " tokens").c_str(), e);
+    e.profile_reset();
+    (void)run_decode(e, 1, 1, n_vocab, logits);
+    print_profile("one decode step", e);
+    e.set_profiling(false);
+  }
+  return 0;
+}
+
+}  // namespace
+
+DS_CLI_COMMAND(bench, "measure prefill and decode speed against this machine's bandwidth and int8 limits",
+               cmd_bench);
+
+}  // namespace ds::cli

@@ -1,0 +1,50 @@
+// Access to ../shared/refdata for the model and engine tests: the reference models, their
+// prompt tokens, reference logits (IEEE f16 -> float) and per-block layer dumps, plus the
+// comparisons the refdata README prescribes (NMSE, argmax agreement).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/runner.h"
+
+namespace ds::test {
+
+// Tolerances, from ../shared/refdata/README.md ("How to compare").
+constexpr double kBlockNmse = 1e-5;            // teacher-forced sub-layer, every block
+constexpr double kLegacyAttnNmse = 1e-3;       // tiny-dsv2-legacy attention in the absorbed form
+constexpr double kExpertAgreement = 0.99;      // same expert set for >= 99% of (token, block)
+constexpr double kEndToEndNmse = 1e-3;         // logits, f32 KV cache
+constexpr double kEndToEndNmseDsv3 = 1e-2;     // tiny-dsv3 (near-tied expert choices)
+constexpr int kMinArgmaxAgree = 58;            // of 63 rows
+constexpr double kKvTypeNmse = 1e-2;           // f16/bf16/q8_0 KV on the dense models
+
+struct RefModel {
+  std::string name;      // "tiny-llama-Q4_K_M"
+  bool moe = false;
+  bool legacy = false;
+  bool dense = false;    // llama / qwen2
+};
+const std::vector<RefModel>& ref_models();
+
+std::string ref_path(const std::string& model, const std::string& suffix);  // refdata/<model><suffix>
+std::vector<int32_t> ref_tokens(const std::string& model);
+int64_t ref_n_vocab(const std::string& model);
+std::vector<float> ref_logits(const std::string& model);                   // [63][n_vocab]
+std::vector<float> ref_layer(const std::string& model, const std::string& file);  // blk{il}.<x>.f32
+std::vector<int32_t> ref_experts(const std::string& model, int il);
+
+double nmse(const float* ours, const float* ref, size_t n);
+int argmax_agreement(const float* ours, const float* ref, int64_t n_rows, int64_t n_cols);
+
+// A runner on model with enough KV for n_seqs sequences of 64 tokens.
+std::unique_ptr<Runner> make_runner(const std::string& model, const KernelTable* kt, GgmlType kv_type,
+                                    int n_seqs = 1, int n_threads = 2, int max_batch_tokens = 128);
+// Logits for the 63 prompt tokens fed in chunks of `chunk` (0: one batch), all rows.
+std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, int chunk, int32_t seq = 0);
+
+// Kernel tables this CPU can run (ref always first).
+std::vector<const KernelTable*> available_kernels();
+
+}  // namespace ds::test
