@@ -10,6 +10,14 @@
 // Batch invariance [BATCH_INVARIANT]: for every ISA, matmul() computes each output
 // element y[t][r] with exactly the same operations in the same order whatever n_tok,
 // row_begin and row_end are, so a token's result never depends on what else is batched.
+// [KQUANT_EXACT]: for K-quant weights (Q2_K..Q6_K) vec_dot and matmul are bit-identical to
+// the reference on every ISA (exact integer sums per superblock, the reference's float
+// order), so those results do not depend on the CPU either; [QUANT_EXACT] the same holds
+// for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (exact integer sums per 32-block). F32/F16/BF16
+// agree with the reference to float rounding.
+//
+// Large F32/BF16 products can also go through oneDNN (kernels/onednn_gemm.h), which is
+// faster for many tokens but not batch invariant; it is opt-in and not in this table.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +54,7 @@ struct MatmulArgs {
 //   linear scaling: theta = theta_e * freq_scale; YaRN (ext_factor > 0): SPEC.md step 4.
 // Returned cos/sin are multiplied by attn_factor (1 for DeepSeek files, see SPEC.md).
 struct RopeParams {
-  int n_rot = 0;               // rotated dims per head (<= head_dim; the rest pass through)
+  int n_rot = 0;               // rotated dims per head (<= head_dim, <= 1024; the rest pass through)
   bool neox = false;           // false: adjacent pairs (x[2i], x[2i+1]); true: halves (x[i], x[i+n_rot/2])
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;     // 1/factor for linear and YaRN scaling

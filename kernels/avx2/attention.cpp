@@ -82,16 +82,6 @@ void load_row(GgmlType t, const uint8_t* src, float* dst, int n) {
   }
 }
 
-// Four independent accumulators so the FMA latency does not serialize the dot product.
-float dot(const float* a, const float* b, int n) {
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  int i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), acc[k]);
-  for (int k = 0; i < n; i += 8, k = (k + 1) % 4) acc[k] = _mm256_fmadd_ps(load_masked(a, i, n), load_masked(b, i, n), acc[k]);
-  return hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-}
-
 // acc[0..8 NV) = acc * corr + sum_j p[j] * v[j][0..8 NV), accumulators in registers.
 template <int NV>
 void accumulate_chunk(float* acc, __m256 corr, const float* p, const float* v, int ld, int nt) {
@@ -120,6 +110,33 @@ void accumulate_v(float* acc, float corr, const float* p, const float* v, int ld
   }
 }
 
+// acc[h] += q[h][0..n) * k[0..n) lane-wise for NH heads: each K load serves NH heads.
+template <int NH>
+void dot_heads(const float* const* q, const float* k, int n, __m256* acc) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 kv = _mm256_loadu_ps(k + i);
+    for (int h = 0; h < NH; ++h) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + i), kv, acc[h]);
+  }
+  if (i < n) {
+    const __m256 kv = load_masked(k, i, n);
+    for (int h = 0; h < NH; ++h) acc[h] = _mm256_fmadd_ps(load_masked(q[h], i, n), kv, acc[h]);
+  }
+}
+
+// p[h][j] = (qa_h . k_j + qb_h . k_j[d_a..]) * scale for heads [h0, h0 + NH), rows j < nt.
+template <int NH>
+void scores(const AttnJob& job, int h0, const float* kt, int kw, int nt, float (*p)[kTile]) {
+  for (int j = 0; j < nt; ++j) {
+    const float* kr = kt + static_cast<size_t>(j) * kw;
+    __m256 acc[NH];
+    for (int h = 0; h < NH; ++h) acc[h] = _mm256_setzero_ps();
+    dot_heads<NH>(job.qa + h0, kr, job.d_a, acc);
+    if (job.d_b) dot_heads<NH>(job.qb + h0, kr + job.d_a, job.d_b, acc);
+    for (int h = 0; h < NH; ++h) p[h0 + h][j] = hsum256(acc[h]) * job.scale;
+  }
+}
+
 struct Scratch {
   std::vector<float> k, v, acc;
 };
@@ -144,15 +161,13 @@ void attend(const AttnJob& job) {
                  job.d_v);
     const float* vt = job.v ? s.v.data() : s.k.data();
     const int vld = job.v ? job.d_v : kw;
+    // Scores for 4 heads per pass over each K row, then one head at a time.
+    int h = 0;
+    for (; h + 4 <= job.n_h; h += 4) scores<4>(job, h, s.k.data(), kw, nt, p);
+    for (; h < job.n_h; ++h) scores<1>(job, h, s.k.data(), kw, nt, p);
     for (int h = 0; h < job.n_h; ++h) {
       float tile_max = -INFINITY;
-      for (int j = 0; j < nt; ++j) {
-        const float* kr = s.k.data() + static_cast<size_t>(j) * kw;
-        float sc = dot(job.qa[h], kr, job.d_a);
-        if (job.d_b) sc += dot(job.qb[h], kr + job.d_a, job.d_b);
-        p[h][j] = sc * job.scale;
-        tile_max = std::max(tile_max, p[h][j]);
-      }
+      for (int j = 0; j < nt; ++j) tile_max = std::max(tile_max, p[h][j]);
       const float m_new = std::max(m[h], tile_max);
       const float corr = std::exp(m[h] - m_new);  // 0 on the first tile
       m[h] = m_new;

@@ -4,7 +4,7 @@
 // Integer sums per sub-block are exact (maddubs cannot saturate for these ranges). K-quants
 // reduce each superblock's integers exactly and then follow the reference's float order, so
 // they are bit-identical to kernels/ref ([KQUANT_EXACT], see kernels/avx512/dot_blocks.h);
-// 32-blocks keep 8 float lanes (fixed order: [BATCH_INVARIANT]).
+// so are the 32-blocks ([QUANT_EXACT]).
 #pragma once
 #include <immintrin.h>
 
@@ -169,10 +169,8 @@ struct Dot32Base {
     __m256i absw;
     float d;
   };
-  struct Acc {
-    __m256 sum;
-  };
-  static Acc zero() { return {_mm256_setzero_ps()}; }
+  using Acc = AccK;  // [QUANT_EXACT]: the reference's running float sum
+  static Acc zero() { return {0.0f}; }
   static void finish_unpack(__m256i w, half_t d, Unpacked& u) {
     u.w = w;
     u.absw = _mm256_abs_epi8(w);
@@ -181,9 +179,9 @@ struct Dot32Base {
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)), u.w);
     const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u.absw, s), _mm256_set1_epi16(1));
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
+    acc.sum += static_cast<float>(hsum_epi32(p)) * (u.d * half_to_float(a.d));
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 inline __m256i nibbles32(const uint8_t* qs) {

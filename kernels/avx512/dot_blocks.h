@@ -8,8 +8,9 @@
 // the Q6_K/Q3_K offsets go through the activation's bsums. [KQUANT_EXACT] K-quants reduce
 // each superblock's integer sums exactly and then apply the reference's float operations in
 // the reference's order (dall * sumi - dmin * summ, summed block by block), so their dot
-// products are bit-identical to kernels/ref on every ISA. 32-blocks keep 8 float lanes
-// (fixed order, so [BATCH_INVARIANT] holds; equal to the reference to float rounding).
+// products are bit-identical to kernels/ref on every ISA. [QUANT_EXACT] The 32-block types
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) do the same per block, so every quantized dot product is
+// bit-identical to the reference.
 //
 // Every struct has: WBlock, ABlock, Unpacked, Acc, kBlock (elements), unpack(), zero(),
 // accumulate(), reduce().
@@ -280,14 +281,14 @@ struct Unpacked32 {
   float d;
 };
 struct Acc32 {
-  __m256 sum;
+  float sum;  // the reference's running float sum ([QUANT_EXACT])
 };
 struct Dot32Base {
   using ABlock = BlockQ8_0;
   using Unpacked = Unpacked32;
   using Acc = Acc32;
   static constexpr int kBlock = 32;
-  static Acc zero() { return {_mm256_setzero_ps()}; }
+  static Acc zero() { return {0.0f}; }
   static void finish_unpack(__m256i w, half_t d, Unpacked& u) {
     u.w = w;
     u.absw = _mm256_abs_epi8(w);
@@ -296,9 +297,42 @@ struct Dot32Base {
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)), u.w);
     const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.absw, s);
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
+    acc.sum += static_cast<float>(hsum_epi32(p)) * (u.d * half_to_float(a.d));
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum); }
+  static float reduce(const Acc& acc) { return acc.sum; }
+};
+
+// The four int32 sums of p[0..3] (8 lanes each): pairwise horizontal adds.
+inline __m128i hsum4_epi32(const __m256i* p) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+// acc += v[0]; acc += v[1]; ... in order (the reference's running sum).
+inline void add_in_order(__m128 v, float& acc) {
+  alignas(16) float f[4];
+  _mm_store_ps(f, v);
+  for (int b = 0; b < 4; ++b) acc += f[b];
+}
+inline __m128 halves4(half_t a, half_t b, half_t c, half_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(a), static_cast<short>(b), static_cast<short>(c),
+                                     static_cast<short>(d), 0, 0, 0, 0));
+}
+
+// Four consecutive blocks (GEMV fast path of the tile loop): per block exactly
+// float(sumi) * (dx * dy), added to the running sum in block order ([QUANT_EXACT]).
+template <class Base>
+struct Group4 {
+  static constexpr bool kGroup4 = true;
+  static void accumulate4(const Unpacked32* u, const BlockQ8_0* a, Acc32& acc) {
+    __m256i p[4];
+    for (int b = 0; b < 4; ++b) {
+      const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)), u[b].w);
+      p[b] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[b].absw, s);
+    }
+    const __m128 dw = _mm_setr_ps(u[0].d, u[1].d, u[2].d, u[3].d);
+    const __m128 dd = _mm_mul_ps(dw, halves4(a[0].d, a[1].d, a[2].d, a[3].d));
+    add_in_order(_mm_mul_ps(_mm_cvtepi32_ps(hsum4_epi32(p)), dd), acc.sum);
+  }
 };
 
 // qs[j]: low nibble = element j, high nibble = element j + 16.
@@ -308,13 +342,13 @@ inline __m256i nibbles32(const uint8_t* qs) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
 }
 
-struct DotQ4_0 : Dot32Base {
+struct DotQ4_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ4_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)), b.d, u);
   }
 };
-struct DotQ5_0 : Dot32Base {
+struct DotQ5_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ5_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     uint32_t qh;
@@ -323,7 +357,7 @@ struct DotQ5_0 : Dot32Base {
     finish_unpack(_mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), hi), _mm256_set1_epi8(16)), b.d, u);
   }
 };
-struct DotQ8_0 : Dot32Base {
+struct DotQ8_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ8_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);
@@ -339,17 +373,13 @@ struct DotMin32Base {
     __m256i q;
     float d, m;
   };
-  struct Acc {
-    __m256 sum;
-    float mins;
-  };
-  static Acc zero() { return {_mm256_setzero_ps(), 0.0f}; }
+  using Acc = Acc32;
+  static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
-    acc.sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * half_to_float(a.d)), acc.sum);
-    acc.mins += u.m * half_to_float(a.s);
+    acc.sum += static_cast<float>(hsum_epi32(p)) * (u.d * half_to_float(a.d)) + u.m * half_to_float(a.s);
   }
-  static float reduce(const Acc& acc) { return hsum256(acc.sum) + acc.mins; }
+  static float reduce(const Acc& acc) { return acc.sum; }
 };
 struct DotQ4_1 : DotMin32Base {
   using WBlock = BlockQ4_1;

@@ -42,6 +42,10 @@ class EngineImpl final : public Engine {
 
   Status step(std::span<const SeqChunk> chunks, float* logits) override { return runner_->step(chunks, logits); }
 
+  void set_profiling(bool on) override { runner_->set_profiling(on); }
+  std::vector<std::pair<std::string, double>> profile() const override { return runner_->profile(); }
+  void profile_reset() override { runner_->profile_reset(); }
+
  private:
   std::unique_ptr<Runner> runner_;
   std::unique_ptr<Tokenizer> tok_;

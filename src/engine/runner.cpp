@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace ds {
 
@@ -141,9 +142,23 @@ Status Runner::step(std::span<const SeqChunk> chunks, float* logits, const Trace
                  .kv = KvLayout{.type = opts_.kv_type,
                                 .block_size = kv_->block_size(),
                                 .row_bytes = model_->kv_row_bytes(opts_.kv_type)},
-                 .trace = trace};
+                 .trace = trace,
+                 .prof = profiling_ ? &prof_ : nullptr};
+  if (profiling_) {
+    prof_.current = Stage::kOther;
+    prof_.since = std::chrono::steady_clock::now();
+  }
   model_->forward(ctx, logits);
+  if (profiling_) prof_.switch_to(Stage::kOther);
   return Status::ok();
+}
+
+static_assert(std::size(kProfileStages) == static_cast<size_t>(Stage::kCount), "Stage must follow kProfileStages");
+
+std::vector<std::pair<std::string, double>> Runner::profile() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (int i = 0; i < static_cast<int>(Stage::kCount); ++i) out.emplace_back(kProfileStages[i], prof_.seconds[i]);
+  return out;
 }
 
 Status Runner::sublayer(int il, SubLayer kind, int32_t seq, int32_t pos0, const float* x, int64_t n, float* out,

@@ -48,9 +48,17 @@ class Runner {
   const KernelTable& kernels() const { return *kt_; }
   int max_batch_tokens() const { return opts_.max_batch_tokens; }
   GgmlType kv_type() const { return opts_.kv_type; }
+  // Scratch arena size and the most any step has used so far (bytes).
+  size_t scratch_capacity() const { return arena_->capacity(); }
+  size_t scratch_high_water() const { return arena_->high_water(); }
 
   // Logits rows in chunk order (engine.h SeqChunk). trace: per-block tensors, or null.
   Status step(std::span<const SeqChunk> chunks, float* logits, const TraceFn* trace = nullptr);
+
+  // Stage timing of step() (Engine::profile); off by default.
+  void set_profiling(bool on) { profiling_ = on; }
+  std::vector<std::pair<std::string, double>> profile() const;
+  void profile_reset() { prof_ = Profile{}; }
 
   // One sub-layer of block il for one sequence's rows at positions pos0..pos0+n-1 (its KV
   // blocks reserved), on given inputs x [n][n_embd] -> out [n][n_embd]. The attention
@@ -73,6 +81,8 @@ class Runner {
   std::vector<SeqSlice> seqs_;
   std::vector<int64_t> out_rows_;
   std::vector<const uint8_t*> block_ptrs_;
+  bool profiling_ = false;
+  Profile prof_;
 };
 
 }  // namespace ds

@@ -36,7 +36,7 @@ class Deepseek2Model : public Model {
     // Floats per token (quantized forms counted at 4 bytes per element).
     const size_t attn_f = 3 * E + 2 * ql + H * qw + (kvl + rope) + H * qw + H * (kvl + rope) + 2 * H * kvl +
                           2 * H * nv;
-    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 32 * 64;
+    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 8) + 32 * 64;
     const size_t dense = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64;
     const size_t moe = t * 4 * E + moe_ffn_scratch(hp_, T) + 16 * 64;
     return base_scratch_bytes(T) + std::max({attn, dense, moe});
@@ -80,10 +80,12 @@ void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const 
     });
     act = q;
   }
+  MatJob* jobs = ctx.arena.alloc<MatJob>(H);
   for (int64_t h = 0; h < H; ++h) {
-    ctx.matmul(w[static_cast<size_t>(h)], act + static_cast<size_t>(h) * head_bytes, head_bytes * static_cast<size_t>(H),
-               T, y + h * y_head, y_tok);
+    jobs[h] = MatJob{w[static_cast<size_t>(h)], act + static_cast<size_t>(h) * head_bytes,
+                     head_bytes * static_cast<size_t>(H), T, y + h * y_head, y_tok};
   }
+  ctx.matmul_jobs(jobs, static_cast<int>(H));
 }
 
 // Absorbed attention of every (sequence, head) over the sequence's latent cache.

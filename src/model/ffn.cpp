@@ -45,6 +45,7 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
   s += act_bytes(TK, E) * 2;                      // gathered rows for gate and up
   s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);   // gate/up outputs, quantized for down
   s += floats(TK * E);                            // expert outputs
+  s += static_cast<size_t>(2 * X) * sizeof(MatJob) + 2 * floats(2 * X + 1) + kAlign;  // jobs, item offsets
   if (hp.n_expert_shared > 0) s += floats(T * E) + dense_ffn_scratch(T, E, Fe * hp.n_expert_shared);
   return s;
 }
@@ -84,14 +85,14 @@ void gather_rows(ForwardCtx& ctx, const uint8_t* src, size_t rb, int64_t K, cons
 
 }  // namespace
 
-void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, const float* xn, float* out) {
-  const int64_t T = ctx.batch.n_tok, E = hp.n_embd, Fe = hp.n_ff_exp;
-  const int X = hp.n_expert, K = hp.n_expert_used;
-  const int64_t TK = T * K;
-  Arena& ar = ctx.arena;
-  ActRows ax(ctx, xn, T, E, E);
+namespace {
 
-  // Router (f32, never quantized) and selection.
+// Router (f32, never quantized), selection, and the (token, slot) pairs sorted by expert.
+Routing route(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, ActRows& ax) {
+  ProfScope ps(ctx.prof, Stage::kRouter);
+  Arena& ar = ctx.arena;
+  const int64_t T = ax.n_rows(), TK = T * hp.n_expert_used;
+  const int X = hp.n_expert;
   float* logits = ar.alloc<float>(T * X);
   matmul(ctx, lw.router, ax, logits, X);
   int32_t* ids = ar.alloc<int32_t>(TK);
@@ -99,7 +100,7 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   ctx.kt.moe_route(MoeRouteArgs{.logits = logits,
                                 .n_tok = T,
                                 .n_expert = X,
-                                .n_expert_used = K,
+                                .n_expert_used = hp.n_expert_used,
                                 .n_group = hp.n_group,
                                 .n_group_used = hp.n_group_used,
                                 .gating = hp.gating,
@@ -108,12 +109,28 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
                                 .scale = hp.expert_weights_scale,
                                 .ids = ids,
                                 .weights = wts});
-  ctx.emit("experts", il, ids, T, K);
-
+  ctx.emit("experts", il, ids, T, hp.n_expert_used);
   Routing r{ids, wts, ar.alloc<int64_t>(X + 1), ar.alloc<int64_t>(TK), ar.alloc<int64_t>(TK)};
   sort_by_expert(TK, X, r);
+  return r;
+}
 
-  // Gate and up over each expert's tokens.
+// One job per active expert of `w`, on activation rows act (sorted order) -> out rows.
+int expert_jobs(const ExpertMats& w, const Routing& r, int X, const uint8_t* act, size_t act_stride, float* out,
+                int64_t out_stride, MatJob* jobs) {
+  int n = 0;
+  for (int e = 0; e < X; ++e) {
+    const int64_t s = r.start[e], m = r.start[e + 1] - s;
+    if (m > 0) jobs[n++] = MatJob{w.at(e), act + static_cast<size_t>(s) * act_stride, act_stride, m, out + s * out_stride, out_stride};
+  }
+  return n;
+}
+
+// silu(gate x) * up x for every sorted (token, slot) row: [TK][Fe].
+float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int K, ActRows& ax,
+                       MatJob* jobs) {
+  Arena& ar = ctx.arena;
+  const int64_t TK = ax.n_rows() * K, Fe = lw.gate_exps.first.n_out;
   size_t rb_g = 0, rb_u = 0;
   const auto* xq_g = static_cast<const uint8_t*>(ax.get(lw.gate_exps.first.type, &rb_g));
   const auto* xq_u = static_cast<const uint8_t*>(ax.get(lw.up_exps.first.type, &rb_u));
@@ -126,44 +143,54 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   }
   float* G = ar.alloc<float>(TK * Fe);
   float* U = ar.alloc<float>(TK * Fe);
-  for (int e = 0; e < X; ++e) {
-    const int64_t s = r.start[e], n = r.start[e + 1] - s;
-    if (n == 0) continue;
-    ctx.matmul(lw.gate_exps.at(e), gx_g + static_cast<size_t>(s) * rb_g, rb_g, n, G + s * Fe, Fe);
-    ctx.matmul(lw.up_exps.at(e), gx_u + static_cast<size_t>(s) * rb_u, rb_u, n, U + s * Fe, Fe);
-  }
+  int n = expert_jobs(lw.gate_exps, r, X, gx_g, rb_g, G, Fe, jobs);
+  n += expert_jobs(lw.up_exps, r, X, gx_u, rb_u, U, Fe, jobs + n);
+  ctx.matmul_jobs(jobs, n);
   ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) { ctx.kt.silu_mul(G + i0 * Fe, U + i0 * Fe, G + i0 * Fe, (i1 - i0) * Fe); });
+  return G;
+}
 
-  // Down.
+// down(G) for every sorted row: [TK][E].
+float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int64_t TK, float* G,
+                    MatJob* jobs) {
+  Arena& ar = ctx.arena;
+  const int64_t Fe = lw.down_exps.first.n_in, E = lw.down_exps.first.n_out;
   const GgmlType down_act = vec_dot_type(lw.down_exps.first.type);
-  const size_t rb_d = ggml_row_size(down_act, Fe);
   const uint8_t* gq = reinterpret_cast<const uint8_t*>(G);
   size_t gq_stride = static_cast<size_t>(Fe) * sizeof(float);
   if (down_act != GgmlType::F32) {
-    uint8_t* q = ar.alloc_bytes(rb_d * static_cast<size_t>(TK));
-    ctx.quantize_rows(down_act, G, Fe, TK, Fe, q, rb_d);
+    gq_stride = ggml_row_size(down_act, Fe);
+    uint8_t* q = ar.alloc_bytes(gq_stride * static_cast<size_t>(TK));
+    ctx.quantize_rows(down_act, G, Fe, TK, Fe, q, gq_stride);
     gq = q;
-    gq_stride = rb_d;
   }
   float* D = ar.alloc<float>(TK * E);
-  for (int e = 0; e < X; ++e) {
-    const int64_t s = r.start[e], n = r.start[e + 1] - s;
-    if (n == 0) continue;
-    ctx.matmul(lw.down_exps.at(e), gq + static_cast<size_t>(s) * gq_stride, gq_stride, n, D + s * E, E);
-  }
+  ctx.matmul_jobs(jobs, expert_jobs(lw.down_exps, r, X, gq, gq_stride, D, E, jobs));
+  return D;
+}
 
+}  // namespace
+
+void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, const float* xn, float* out) {
+  const int64_t T = ctx.batch.n_tok, E = hp.n_embd;
+  const int X = hp.n_expert, K = hp.n_expert_used;
+  ActRows ax(ctx, xn, T, E, E);
+  const Routing r = route(ctx, hp, lw, il, ax);
+  MatJob* jobs = ctx.arena.alloc<MatJob>(2 * X);
+  float* G = experts_gate_up(ctx, lw, r, X, K, ax, jobs);
+  const float* D = experts_down(ctx, lw, r, X, T * K, G, jobs);
   float* S = nullptr;
   if (lw.gate_shexp) {
-    S = ar.alloc<float>(T * E);
+    S = ctx.arena.alloc<float>(T * E);
     dense_ffn(ctx, ax, lw.gate_shexp, lw.up_shexp, lw.down_shexp, S);
   }
 
-  // out = sum over slots in order of w * expert_out, then + shared.
+  // out = sum over slots in order of w * expert_out, then + shared (the reference's order).
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* o = out + t * E;
       for (int k = 0; k < K; ++k) {
-        const float w = wts[t * K + k];
+        const float w = r.wts[t * K + k];
         const float* d = D + r.row_of[t * K + k] * E;
         if (k == 0) {
           for (int64_t i = 0; i < E; ++i) o[i] = d[i] * w;

@@ -27,24 +27,48 @@ void Arena::overflow(size_t bytes) const {
 void ForwardCtx::matmul(const Mat& w, const void* act, size_t act_stride, int64_t n_tok, float* out,
                         int64_t out_stride) {
   if (n_tok == 0) return;
-  parallel_for(w.n_out, [&](int64_t r0, int64_t r1) {
-    MatmulArgs a{.wtype = w.type,
-                 .w = w.data,
-                 .w_row_stride = w.row_stride,
-                 .n_in = w.n_in,
-                 .row_begin = r0,
-                 .row_end = r1,
-                 .act = act,
-                 .act_row_stride = act_stride,
-                 .n_tok = n_tok,
-                 .out = out,
-                 .out_stride = out_stride};
-    kt.matmul(a);
+  const MatJob job{w, act, act_stride, n_tok, out, out_stride};
+  const size_t mark = arena.mark();
+  matmul_jobs(&job, 1);
+  arena.reset(mark);
+}
+
+void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
+  // Row blocks of kRows (a multiple of every kernel's row tile); item i of job j covers
+  // rows [i * kRows, ...). first[j] is job j's first item.
+  constexpr int64_t kRows = 16;
+  int64_t n_items = 0;
+  int64_t* first = arena.alloc<int64_t>(n_jobs + 1);
+  for (int j = 0; j < n_jobs; ++j) {
+    first[j] = n_items;
+    if (jobs[j].n_tok > 0) n_items += (jobs[j].w.n_out + kRows - 1) / kRows;
+  }
+  first[n_jobs] = n_items;
+  pool.parallel_for(n_items, 1, [&](int64_t i0, int64_t i1, int) {
+    int j = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
+    for (int64_t i = i0; i < i1; ++i) {
+      while (i >= first[j + 1]) ++j;
+      const MatJob& job = jobs[j];
+      const int64_t r0 = (i - first[j]) * kRows;
+      MatmulArgs a{.wtype = job.w.type,
+                   .w = job.w.data,
+                   .w_row_stride = job.w.row_stride,
+                   .n_in = job.w.n_in,
+                   .row_begin = r0,
+                   .row_end = std::min(r0 + kRows, job.w.n_out),
+                   .act = job.act,
+                   .act_row_stride = job.act_stride,
+                   .n_tok = job.n_tok,
+                   .out = job.out,
+                   .out_stride = job.out_stride};
+      kt.matmul(a);
+    }
   });
 }
 
 void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n,
                                uint8_t* dst, size_t dst_stride) {
+  ProfScope ps(prof, Stage::kQuantizeAct);
   parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) kt.quantize_act(type, x + t * x_stride, dst + static_cast<size_t>(t) * dst_stride, n);
   });
@@ -52,12 +76,14 @@ void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, 
 
 void ForwardCtx::rms_norm_rows(const float* x, int64_t x_stride, const Vec& w, float eps, int64_t n_rows, int64_t n,
                                float* y, int64_t y_stride) {
+  ProfScope ps(prof, Stage::kNormsRope);
   parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) kt.rms_norm(x + t * x_stride, w.data, y + t * y_stride, n, eps);
   });
 }
 
 void ForwardCtx::rope_rows(float* x, int n_head, int64_t head_stride, int64_t tok_stride, const RopeParams& p) {
+  ProfScope ps(prof, Stage::kNormsRope);
   parallel_for(batch.n_tok, [&](int64_t t0, int64_t t1) {
     kt.rope(RopeArgs{.x = x + t0 * tok_stride,
                      .n_tok = t1 - t0,

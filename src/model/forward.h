@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -87,6 +88,53 @@ class Arena {
   size_t high_ = 0;
 };
 
+// Latency attribution (Engine::profile, ds-cli bench --profile): exclusive time per stage,
+// the stages of kProfileStages in include/ds/engine.h. A ProfScope charges the time since
+// the last switch to the enclosing stage and runs its own until it ends, so nested scopes
+// never count twice. Costs two clock reads per scope, and nothing when profiling is off.
+enum class Stage { kNormsRope, kAttention, kRouter, kFfnDense, kFfnExperts, kOutputHead, kQuantizeAct, kSync, kOther, kCount };
+
+struct Profile {
+  double seconds[static_cast<int>(Stage::kCount)] = {};
+  Stage current = Stage::kOther;
+  std::chrono::steady_clock::time_point since;
+  void switch_to(Stage s) {
+    const auto now = std::chrono::steady_clock::now();
+    seconds[static_cast<int>(current)] += std::chrono::duration<double>(now - since).count();
+    current = s;
+    since = now;
+  }
+};
+
+class ProfScope {
+ public:
+  ProfScope(Profile* p, Stage s) : p_(p) {
+    if (p_) {
+      prev_ = p_->current;
+      p_->switch_to(s);
+    }
+  }
+  ~ProfScope() {
+    if (p_) p_->switch_to(prev_);
+  }
+  ProfScope(const ProfScope&) = delete;
+  ProfScope& operator=(const ProfScope&) = delete;
+
+ private:
+  Profile* p_;
+  Stage prev_ = Stage::kOther;
+};
+
+// One matrix product of a batch of independent ones (MoE experts, per-head k_b/v_b).
+struct MatJob {
+  Mat w;
+  const void* act = nullptr;   // rows in vec_dot_type(w.type)
+  size_t act_stride = 0;       // bytes
+  int64_t n_tok = 0;
+  float* out = nullptr;
+  int64_t out_stride = 0;      // elements
+};
+
 struct ForwardCtx {
   const KernelTable& kt;
   ThreadPool& pool;
@@ -94,6 +142,7 @@ struct ForwardCtx {
   const Batch& batch;
   KvLayout kv;
   const TraceFn* trace = nullptr;  // null: tracing off
+  Profile* prof = nullptr;         // null: profiling off
 
   // Calls f(begin, end) on each thread with its share of [0, n).
   template <class F>
@@ -109,6 +158,9 @@ struct ForwardCtx {
   // out[t * out_stride + r] = W row r . act row t, rows split over threads. act is
   // already in vec_dot_type(w.type) with rows act_stride bytes apart.
   void matmul(const Mat& w, const void* act, size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
+  // All jobs in one parallel pass: each job's rows are cut into blocks that threads take
+  // dynamically, so many small products (experts, heads) cost one synchronization.
+  void matmul_jobs(const MatJob* jobs, int n_jobs);
   // Quantizes n_rows rows of n floats (x_stride apart) into `type` rows (dst_stride bytes apart).
   void quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n, uint8_t* dst,
                      size_t dst_stride);

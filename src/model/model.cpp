@@ -57,17 +57,24 @@ void Model::forward(ForwardCtx& ctx, float* logits) const {
   };
   for (int il = 0; il < hp_.n_layer; ++il) {
     ctx.emit("in", il, h, T, E);
-    attention(il, ctx, h, sub);
+    {
+      ProfScope ps(ctx.prof, Stage::kAttention);
+      attention(il, ctx, h, sub);
+    }
     ctx.arena.reset(m1);
     ctx.parallel_for(T, add_into_h);
     ctx.emit("mid", il, h, T, E);
-    ffn(il, ctx, h, sub);
+    {
+      ProfScope ps(ctx.prof, hp_.is_moe_layer(il) ? Stage::kFfnExperts : Stage::kFfnDense);
+      ffn(il, ctx, h, sub);
+    }
     ctx.arena.reset(m1);
     ctx.parallel_for(T, add_into_h);
     ctx.emit("out", il, h, T, E);
   }
 
   // Output head for the requested rows only.
+  ProfScope ps(ctx.prof, Stage::kOutputHead);
   const int64_t n_out = b.n_out;
   float* xo = ctx.arena.alloc<float>(n_out * E);
   for (int64_t i = 0; i < n_out; ++i) {

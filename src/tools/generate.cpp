@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,97 +51,112 @@ int32_t sample(const float* logits, int64_t n_vocab, float temp, std::mt19937_64
   return static_cast<int32_t>(best);
 }
 
-int cmd_generate(const std::vector<std::string>& args) {
+struct GenArgs {
   EngineOptions eo;
-  eo.kv_type = "f16";
   std::string prompt;
+  bool have_prompt = false;
   int n_gen = 64, ctx = 0;
   float temp = 0.8f;
   uint64_t seed = 42;
-  bool have_prompt = false;
+};
+
+// 0: parsed; otherwise the exit code.
+int parse_args(const std::vector<std::string>& args, GenArgs* g) {
+  g->eo.kv_type = "f16";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& k = args[i];
-    if (k == "--help" || k == "-h") { print_usage(); return 0; }
+    if (k == "--help" || k == "-h") { print_usage(); return -1; }
     if (i + 1 >= args.size()) { std::fprintf(stderr, "generate: %s needs a value\n", k.c_str()); return 2; }
     const std::string& v = args[++i];
     try {
-      if (k == "--model" || k == "-m") eo.model_path = v;
-      else if (k == "--prompt" || k == "-p") { prompt = v; have_prompt = true; }
-      else if (k == "-n" || k == "--n-predict") n_gen = std::stoi(v);
-      else if (k == "--temp") temp = std::stof(v);
-      else if (k == "--seed") seed = std::stoull(v);
-      else if (k == "--threads" || k == "-t") eo.n_threads = std::stoi(v);
-      else if (k == "--kv-type") eo.kv_type = v;
-      else if (k == "--ctx") ctx = std::stoi(v);
-      else if (k == "--isa") eo.isa = v;
+      if (k == "--model" || k == "-m") g->eo.model_path = v;
+      else if (k == "--prompt" || k == "-p") { g->prompt = v; g->have_prompt = true; }
+      else if (k == "-n" || k == "--n-predict") g->n_gen = std::stoi(v);
+      else if (k == "--temp") g->temp = std::stof(v);
+      else if (k == "--seed") g->seed = std::stoull(v);
+      else if (k == "--threads" || k == "-t") g->eo.n_threads = std::stoi(v);
+      else if (k == "--kv-type") g->eo.kv_type = v;
+      else if (k == "--ctx") g->ctx = std::stoi(v);
+      else if (k == "--isa") g->eo.isa = v;
       else { std::fprintf(stderr, "generate: unknown option %s\n", k.c_str()); return 2; }
     } catch (const std::exception&) {
       std::fprintf(stderr, "generate: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
       return 2;
     }
   }
-  if (eo.model_path.empty() || !have_prompt || n_gen < 0) { print_usage(); return 2; }
+  if (g->eo.model_path.empty() || !g->have_prompt || g->n_gen < 0) { print_usage(); return 2; }
+  return 0;
+}
 
-  // Tokenize first (the file is only mapped, not read) so that the KV cache is sized to
-  // the prompt plus the tokens to generate.
-  std::vector<int32_t> prompt_ids;
-  {
-    auto file = GgufFile::open(eo.model_path);
-    if (!file) { std::fprintf(stderr, "generate: %s\n", file.message().c_str()); return 1; }
-    auto t = Tokenizer::from_gguf(**file);
-    if (!t) { std::fprintf(stderr, "generate: %s\n", t.message().c_str()); return 1; }
-    auto enc = (*t)->encode(prompt, true);
-    if (!enc) { std::fprintf(stderr, "generate: %s\n", enc.message().c_str()); return 1; }
-    prompt_ids = std::move(*enc);
+// Tokenizes before the engine exists (the file is only mapped) so that the KV cache can
+// be sized to the prompt plus the tokens to generate.
+Result<std::vector<int32_t>> tokenize_prompt(const GenArgs& g) {
+  auto file = GgufFile::open(g.eo.model_path);
+  if (!file) return file.status();
+  auto t = Tokenizer::from_gguf(**file);
+  if (!t) return t.status();
+  return (*t)->encode(g.prompt, true);
+}
+
+// "VmHWM" (peak resident) or "VmRSS" of this process in kB, -1 when unknown.
+long proc_status_kb(const char* key) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long kb = -1;
+  const size_t n = std::strlen(key);
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, key, n) == 0 && line[n] == ':') kb = std::strtol(line + n + 1, nullptr, 10);
   }
-  const int32_t n_total = static_cast<int32_t>(prompt_ids.size()) + n_gen;
-  eo.n_parallel = 1;
-  eo.n_ctx = std::max(ctx, n_total);
-  auto engine = Engine::create(eo);
+  std::fclose(f);
+  return kb;
+}
+
+Status step_one(Engine& e, std::span<const int32_t> toks, int32_t pos0, float* logits) {
+  const SeqChunk ch{.seq_id = 0, .tokens = toks, .pos0 = pos0};
+  return e.step(std::span<const SeqChunk>(&ch, 1), logits);
+}
+
+int cmd_generate(const std::vector<std::string>& args) {
+  GenArgs g;
+  if (int rc = parse_args(args, &g); rc != 0) return rc < 0 ? 0 : rc;
+  auto ids = tokenize_prompt(g);
+  if (!ids) { std::fprintf(stderr, "generate: %s\n", ids.message().c_str()); return 1; }
+  const int32_t n_prompt = static_cast<int32_t>(ids->size()), n_total = n_prompt + g.n_gen;
+  g.eo.n_parallel = 1;
+  g.eo.n_ctx = std::max(g.ctx, n_total);
+  auto engine = Engine::create(g.eo);
   if (!engine) { std::fprintf(stderr, "generate: %s\n", engine.message().c_str()); return 1; }
   Engine& e = **engine;
-  const Tokenizer& tok = e.tokenizer();
-  const std::vector<int32_t>* ids = &prompt_ids;
-  if (Status st = e.seq_reserve(0, n_total); !st) { std::fprintf(stderr, "generate: %s\n", st.message().c_str()); return 1; }
-
-  const int64_t V = e.info().n_vocab;
-  std::vector<float> logits(static_cast<size_t>(V));
-  std::mt19937_64 rng(seed);
-  StreamDecoder dec(tok, false);
+  Status st = e.seq_reserve(0, n_total);
+  std::vector<float> logits(static_cast<size_t>(e.info().n_vocab));
   const auto t0 = std::chrono::steady_clock::now();
-  // Prefill in batches of at most max_batch_tokens.
-  const size_t max_batch = static_cast<size_t>(std::max(1, eo.max_batch_tokens));
-  for (size_t p = 0; p < ids->size(); p += max_batch) {
-    const size_t m = std::min(max_batch, ids->size() - p);
-    const SeqChunk ch{.seq_id = 0, .tokens = std::span<const int32_t>(ids->data() + p, m), .pos0 = static_cast<int32_t>(p)};
-    if (Status st = e.step(std::span<const SeqChunk>(&ch, 1), logits.data()); !st) {
-      std::fprintf(stderr, "generate: %s\n", st.message().c_str());
-      return 1;
-    }
+  const int32_t max_batch = std::max(1, g.eo.max_batch_tokens);
+  for (int32_t p = 0; st && p < n_prompt; p += max_batch) {
+    st = step_one(e, std::span<const int32_t>(ids->data() + p, static_cast<size_t>(std::min(max_batch, n_prompt - p))), p,
+                  logits.data());
   }
   const auto t1 = std::chrono::steady_clock::now();
+  std::mt19937_64 rng(g.seed);
+  StreamDecoder dec(e.tokenizer(), false);
   int n_done = 0;
-  int32_t pos = static_cast<int32_t>(ids->size());
-  for (; n_done < n_gen; ++n_done) {
-    int32_t next = sample(logits.data(), V, temp, rng);
-    if (tok.is_eog(next)) break;
+  for (int32_t pos = n_prompt; st && n_done < g.n_gen; ++pos) {
+    const int32_t next = sample(logits.data(), e.info().n_vocab, g.temp, rng);
+    if (e.tokenizer().is_eog(next)) break;
     std::fputs(dec.push(next).c_str(), stdout);
     std::fflush(stdout);
-    if (n_done + 1 == n_gen) { ++n_done; break; }
-    const SeqChunk ch{.seq_id = 0, .tokens = std::span<const int32_t>(&next, 1), .pos0 = pos++};
-    if (Status st = e.step(std::span<const SeqChunk>(&ch, 1), logits.data()); !st) {
-      std::fprintf(stderr, "\ngenerate: %s\n", st.message().c_str());
-      return 1;
-    }
+    if (++n_done < g.n_gen) st = step_one(e, std::span<const int32_t>(&next, 1), pos, logits.data());
   }
-  std::fputs(dec.flush().c_str(), stdout);
-  std::fputs("\n", stdout);
-  const auto t2 = std::chrono::steady_clock::now();
+  std::fputs((dec.flush() + "\n").c_str(), stdout);
+  if (!st) { std::fprintf(stderr, "generate: %s\n", st.message().c_str()); return 1; }
   const double pre_s = std::chrono::duration<double>(t1 - t0).count();
-  const double dec_s = std::chrono::duration<double>(t2 - t1).count();
-  std::fprintf(stderr, "generate: prompt %zu tokens in %.3f s (%.1f tok/s), %d tokens in %.3f s (%.2f tok/s)\n",
-               ids->size(), pre_s, static_cast<double>(ids->size()) / std::max(pre_s, 1e-9), n_done, dec_s,
-               n_done / std::max(dec_s, 1e-9));
+  const double dec_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  std::fprintf(stderr,
+               "generate: prompt %d tokens in %.3f s (%.1f tok/s), %d tokens in %.3f s (%.2f tok/s); "
+               "resident %.1f MiB (peak %.1f MiB), model file %.1f MiB\n",
+               n_prompt, pre_s, n_prompt / std::max(pre_s, 1e-9), n_done, dec_s, n_done / std::max(dec_s, 1e-9),
+               proc_status_kb("VmRSS") / 1024.0, proc_status_kb("VmHWM") / 1024.0,
+               static_cast<double>(e.info().file_bytes) / (1 << 20));
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 #include <cstring>
 
 #include "refdata.h"
@@ -44,6 +45,9 @@ struct Case {
   RefModel model;
   const KernelTable* kt;
 };
+// Readable test parameters in gtest's messages.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa); }
+
 
 class BatchInvariance : public testing::TestWithParam<Case> {
  protected:

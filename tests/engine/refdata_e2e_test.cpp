@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 
 #include "refdata.h"
 
@@ -17,6 +18,9 @@ struct Case {
   int chunk;           // 0: one batch
   GgmlType kv_type;
 };
+// Readable test parameters in gtest's messages.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa) << " chunk " << c.chunk << " kv " << ggml_type_name(c.kv_type); }
+
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
@@ -34,10 +38,11 @@ std::vector<Case> f32_cases() {
   return out;
 }
 
+// The README bounds the dense models; the MLA models' latent cache is held to the same
+// NMSE bar here (measured on ref: 2.8e-4 .. 5.8e-3).
 std::vector<Case> kv_type_cases() {
   std::vector<Case> out;
   for (const RefModel& m : ref_models()) {
-    if (!m.dense) continue;
     for (const KernelTable* kt : available_kernels())
       for (GgmlType t : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
         for (int chunk : {0, 7}) out.push_back({m, kt, chunk, t});
@@ -75,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(F32Kv, EndToEnd, testing::ValuesIn(f32_cases()), case_n
 class KvTypes : public testing::TestWithParam<Case> {};
 // The README bounds only the NMSE for these cache types.
 TEST_P(KvTypes, LogitsWithinTolerance) { check(GetParam(), kKvTypeNmse, false); }
-INSTANTIATE_TEST_SUITE_P(DenseModels, KvTypes, testing::ValuesIn(kv_type_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(AllModels, KvTypes, testing::ValuesIn(kv_type_cases()), case_name);
 
 }  // namespace
 }  // namespace ds::test

@@ -20,8 +20,9 @@ namespace {
 // double: sqrt(n)-ish growth, bounded here for n <= 4099.
 constexpr double kDotTol = 1e-5;
 constexpr double kFloatDotTol = 2e-5;
-// [KQUANT_EXACT]: K-quant dot products are bit-identical to the reference on every ISA.
-bool kquant(GgmlType t) { return ggml_type_traits(t).block_size == 256; }
+// [KQUANT_EXACT] / [QUANT_EXACT]: quantized dot products (every block type but the float
+// ones) are bit-identical to the reference on every ISA.
+bool kquant(GgmlType t) { return ggml_type_traits(t).block_size > 1; }
 // Elementwise ops with vectorized exp/sqrt: a few ulps.
 constexpr double kElemRelTol = 2e-6;
 

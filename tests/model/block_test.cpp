@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 #include <set>
 
 #include "refdata.h"
@@ -15,6 +16,9 @@ struct Case {
   RefModel model;
   const KernelTable* kt;
 };
+// Readable test parameters in gtest's messages.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa); }
+
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.model.name + "_" + isa_name(info.param.kt->isa);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -98,7 +99,16 @@ struct Rewrite {
   std::vector<std::pair<std::string, Extra>> extra = {};
 };
 
-std::string rewrite(const std::string& model, const Rewrite& rw) {
+// The rewritten file, deleted (with its directory) when this goes out of scope.
+struct TempModel {
+  std::string path;
+  TempModel(std::string p) : path(std::move(p)) {}  // NOLINT: implicit by design
+  TempModel(const TempModel&) = delete;
+  ~TempModel() { std::filesystem::remove_all(std::filesystem::path(path).parent_path()); }
+  operator const std::string&() const { return path; }  // NOLINT
+};
+
+TempModel rewrite(const std::string& model, const Rewrite& rw) {
   auto src = GgufFile::open(ref_path(model, ".gguf"));
   EXPECT_TRUE(src.is_ok());
   GgufWriter w;
@@ -138,32 +148,32 @@ std::string load_error(const std::string& path) {
 TEST(HParams, MissingRequiredKeyIsNamed) {
   for (const char* key : {"deepseek2.attention.kv_lora_rank", "deepseek2.expert_count",
                           "deepseek2.leading_dense_block_count", "deepseek2.attention.layer_norm_rms_epsilon"}) {
-    const std::string p = rewrite("tiny-dsv3-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
+    const TempModel p = rewrite("tiny-dsv3-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
     EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
   }
-  const std::string p = rewrite("tiny-llama-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("llama.block_count"); }});
+  const TempModel p = rewrite("tiny-llama-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("llama.block_count"); }});
   EXPECT_NE(load_error(p).find("llama.block_count"), std::string::npos) << load_error(p);
-  const std::string q = rewrite("tiny-dsv2-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek2.attention.value_length_mla"); }});
+  const TempModel q = rewrite("tiny-dsv2-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek2.attention.value_length_mla"); }});
   EXPECT_NE(load_error(q).find("value_length_mla"), std::string::npos) << load_error(q);
 }
 
 TEST(HParams, WrongShapeOrMissingTensorIsNamed) {
-  const std::string p = rewrite("tiny-llama-Q4_K_M", {.reshape = {{"blk.2.attn_q.weight", {256, 128}}}});
+  const TempModel p = rewrite("tiny-llama-Q4_K_M", {.reshape = {{"blk.2.attn_q.weight", {256, 128}}}});
   const std::string e = load_error(p);
   EXPECT_NE(e.find("blk.2.attn_q.weight"), std::string::npos) << e;
   EXPECT_NE(e.find("[256, 128]"), std::string::npos) << e;
 
-  const std::string q = rewrite("tiny-dsv2-Q4_K_M", {.reshape = {{"blk.1.ffn_gate_inp.weight", {}}}});
+  const TempModel q = rewrite("tiny-dsv2-Q4_K_M", {.reshape = {{"blk.1.ffn_gate_inp.weight", {}}}});
   EXPECT_NE(load_error(q).find("blk.1.ffn_gate_inp.weight"), std::string::npos) << load_error(q);
 
-  const std::string r = rewrite("tiny-dsv3-Q4_K_M", {.reshape = {{"blk.0.attn_k_b.weight", {64, 256, 2}}}});
+  const TempModel r = rewrite("tiny-dsv3-Q4_K_M", {.reshape = {{"blk.0.attn_k_b.weight", {64, 256, 2}}}});
   EXPECT_NE(load_error(r).find("blk.0.attn_k_b.weight"), std::string::npos) << load_error(r);
 
-  const std::string s = rewrite("tiny-qwen2-Q5_K_S", {.reshape = {{"blk.0.attn_k.bias", {}}}});
+  const TempModel s = rewrite("tiny-qwen2-Q5_K_S", {.reshape = {{"blk.0.attn_k.bias", {}}}});
   EXPECT_NE(load_error(s).find("blk.0.attn_k.bias"), std::string::npos) << load_error(s);
 }
 
-std::vector<float> logits_of(const std::string& path) {
+std::vector<float> logits_of(const std::string& path, const std::string& tokens_of = "tiny-dsv2-Q4_K_M") {
   auto m = Model::load(path);
   EXPECT_TRUE(m.is_ok()) << m.message();
   RunnerOptions o;
@@ -175,7 +185,7 @@ std::vector<float> logits_of(const std::string& path) {
   o.max_seq_tokens = 64;
   auto r = Runner::create(std::move(*m), o);
   EXPECT_TRUE(r.is_ok()) << r.message();
-  return eval_chunked(**r, ref_tokens("tiny-dsv2-Q4_K_M"), 0);
+  return eval_chunked(**r, ref_tokens(tokens_of), 0);
 }
 
 TEST(Weights, MergedGateUpExpertsEqualSplit) {
@@ -200,7 +210,8 @@ TEST(Weights, MergedGateUpExpertsEqualSplit) {
     rw.reshape[u] = {};
     rw.extra.push_back({"blk." + std::to_string(il) + ".ffn_gate_up_exps.weight", std::move(e)});
   }
-  const auto merged = logits_of(rewrite(M, rw));
+  const TempModel mf = rewrite(M, rw);
+  const auto merged = logits_of(mf);
   const auto split = logits_of(ref_path(M, ".gguf"));
   ASSERT_EQ(merged.size(), split.size());
   EXPECT_EQ(std::memcmp(merged.data(), split.data(), split.size() * 4), 0);
@@ -217,10 +228,76 @@ TEST(Weights, TiedOutputUsesTokenEmbedding) {
   tied.reshape["output.weight"] = {};
   Rewrite copy = tied;
   copy.extra.push_back({"output.weight", {te->type, {te->ne[0], te->ne[1]}, std::vector<uint8_t>(te->data, te->data + te->nbytes)}});
-  const auto a = logits_of(rewrite(M, tied));
-  const auto b = logits_of(rewrite(M, copy));
+  const TempModel tf = rewrite(M, tied), cf = rewrite(M, copy);
+  const auto a = logits_of(tf);
+  const auto b = logits_of(cf);
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+}
+
+TEST(Weights, RopeFreqsDivideTheFrequencies) {
+  // Llama-3.1 style rope_freqs [n_rot/2]: all ones is the identity, twos change the angles.
+  const std::string M = "tiny-llama-Q4_K_M";
+  auto with = [&](float v) {
+    Rewrite rw;
+    const std::vector<float> f(32, v);
+    std::vector<uint8_t> bytes(f.size() * 4);
+    std::memcpy(bytes.data(), f.data(), bytes.size());
+    rw.extra.push_back({"rope_freqs.weight", {GgmlType::F32, {32}, bytes}});
+    const TempModel t = rewrite(M, rw);
+    return logits_of(t, M);
+  };
+  const auto plain = logits_of(ref_path(M, ".gguf"), M);
+  const auto ones = with(1.0f);
+  const auto twos = with(2.0f);
+  EXPECT_EQ(std::memcmp(plain.data(), ones.data(), plain.size() * 4), 0);
+  EXPECT_NE(std::memcmp(plain.data(), twos.data(), plain.size() * 4), 0);
+}
+
+TEST(HParams, ExpertGroupsLimitTheChoice) {
+  // tiny-dsv3 (16 experts, top-4) with expert_group_count 4: all 4 groups allowed is no
+  // limit at all; one group allowed keeps every token's experts inside one group of 4.
+  const std::string M = "tiny-dsv3-Q4_K_M";
+  auto run = [&](int used, std::vector<int32_t>* ids) {
+    const TempModel p = rewrite(M, {.meta = [&](GgufWriter& w) {
+      w.set("deepseek2.expert_group_count", gguf_u32(4));
+      w.set("deepseek2.expert_group_used_count", gguf_u32(static_cast<uint32_t>(used)));
+    }});
+    auto m = Model::load(p);
+    EXPECT_TRUE(m.is_ok()) << m.message();
+    EXPECT_EQ((*m)->hp().n_group, 4);
+    EXPECT_EQ((*m)->hp().n_group_used, used);
+    RunnerOptions o;
+    o.n_threads = 2;
+    o.pin_threads = false;
+    o.kv_type = GgmlType::F32;
+    o.n_kv_blocks = 8;
+    o.max_batch_tokens = 64;
+    o.max_seq_tokens = 64;
+    auto r = Runner::create(std::move(*m), o);
+    EXPECT_TRUE(r.is_ok());
+    const auto toks = ref_tokens(M);
+    EXPECT_TRUE((*r)->kv().reserve(0, 63).is_ok());
+    std::vector<float> logits(static_cast<size_t>(63 * (*r)->model().hp().n_vocab));
+    const TraceFn trace = [&](const char* name, int il, const void* data, int64_t rows, int64_t cols) {
+      if (std::string(name) == "experts" && il == 1) ids->assign(static_cast<const int32_t*>(data), static_cast<const int32_t*>(data) + rows * cols);
+    };
+    const SeqChunk c{.seq_id = 0, .tokens = toks, .pos0 = 0, .all_logits = true};
+    EXPECT_TRUE((*r)->step(std::span(&c, 1), logits.data(), &trace).is_ok());
+    return logits;
+  };
+  std::vector<int32_t> ids_all, ids_one;
+  const auto all = run(4, &ids_all);
+  const auto plain = logits_of(ref_path(M, ".gguf"), M);
+  EXPECT_EQ(std::memcmp(all.data(), plain.data(), all.size() * 4), 0);
+  const auto one = run(1, &ids_one);
+  ASSERT_EQ(ids_one.size(), 63u * 4u);
+  int spread = 0;
+  for (size_t t = 0; t < 63; ++t) {
+    for (int k = 1; k < 4; ++k) spread += ids_one[t * 4 + k] / 4 != ids_one[t * 4] / 4;
+  }
+  EXPECT_EQ(spread, 0);
+  EXPECT_NE(ids_all, ids_one);
 }
 
 }  // namespace

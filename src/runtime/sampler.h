@@ -1,0 +1,71 @@
+// Per-request token sampling on the CPU. Each request owns a Sampler with its own seeded
+// RNG and its own token history, so the same seed and prompt give the same text no matter
+// how many other requests share the batch (the engine's logits are batch invariant).
+//
+// Order of operations (the one llama.cpp's server applies, so clients see familiar
+// behaviour): logit bias -> repetition penalties over the last repeat_last_n tokens ->
+// greedy when temperature <= 0, else top-k -> typical-p -> top-p -> min-p -> temperature ->
+// softmax -> one draw.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace ds {
+
+struct SamplingParams {
+  float temperature = 0.8f;     // <= 0: greedy
+  int top_k = 40;               // <= 0: whole vocabulary
+  float top_p = 0.95f;          // 1: off
+  float min_p = 0.05f;          // 0: off
+  float typical_p = 1.0f;       // 1: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int repeat_last_n = 64;       // 0: off, -1: whole history
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits (-inf bans a token)
+  int n_probs = 0;                                    // report the n most probable tokens of each step
+};
+
+struct TokenProb {
+  int32_t token = 0;
+  float prob = 0.0f;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplingParams& params, int n_vocab);
+
+  // Tokens that count for the repetition penalties (the prompt, then each sampled token).
+  void accept(int32_t token);
+  // Picks the next token from one row of logits (n_vocab floats). When params.n_probs > 0,
+  // *top receives the n most probable candidates of the final distribution, best first.
+  int32_t sample(const float* logits, std::vector<TokenProb>* top = nullptr);
+
+ private:
+  struct Cand {
+    int32_t id;
+    float logit;
+  };
+  void apply_penalties();
+  void top_k(int k);
+  void typical(float p);
+  void top_p(float p);
+  void min_p(float p);
+  void softmax();  // fills probs_ for cands_ (sorted by logit, descending)
+  void sort_desc();
+  void report(int n, std::vector<TokenProb>* top);
+
+  SamplingParams p_;
+  int n_vocab_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> history_;
+  std::vector<Cand> cands_;
+  std::vector<float> probs_;
+  std::vector<int32_t> counts_;
+  bool sorted_ = false;
+};
+
+}  // namespace ds

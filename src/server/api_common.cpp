@@ -1,0 +1,423 @@
+// JSON helpers, request parsing, submission and the generation runner shared by the routes.
+// Field errors name the field and say what was expected, e.g.
+//   "temperature" must be a number between 0 and 100 (got "hot")
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "server/api_internal.h"
+#include "server/text_stream.h"
+
+namespace ds {
+
+std::string_view error_type_for(int status) {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "invalid_request_error";
+    case 501:
+      return "not_supported_error";
+    case 503:
+      return "unavailable_error";
+    default:
+      return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+HttpResponse error_response(int status, std::string_view message, std::string_view type) {
+  return api::make_error(api::err(status, std::string(message), std::string(type)), 1);
+}
+
+namespace api {
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+HttpResponse json_response(const json& body, int status) {
+  HttpResponse r;
+  r.status = status;
+  r.body = dump(body);
+  return r;
+}
+
+HttpResponse make_error(const ApiError& e, int retry_after_s) {
+  json body = {{"code", e.status},
+               {"message", e.message},
+               {"type", e.type.empty() ? std::string(error_type_for(e.status)) : e.type}};
+  for (auto& [k, v] : e.extra.items()) body[k] = v;
+  HttpResponse r = json_response({{"error", std::move(body)}}, e.status);
+  if (e.status == 503) r.headers.push_back({"Retry-After", std::to_string(retry_after_s)});
+  return r;
+}
+
+std::optional<ApiError> parse_body(const std::string& body, json* out) {
+  try {
+    *out = json::parse(body);
+  } catch (const json::parse_error& e) {
+    return err(400, std::string("invalid JSON in the request body: ") + e.what());
+  }
+  if (!out->is_object()) {
+    return err(400, "the request body must be a JSON object");
+  }
+  return std::nullopt;
+}
+
+static ApiError field_error(const char* key, const std::string& expected, const json& got) {
+  return err(400, "\"" + std::string(key) + "\" must be " + expected + " (got " + dump(got) + ")");
+}
+
+std::optional<ApiError> get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  const std::string expected = "an integer between " + std::to_string(lo) + " and " + std::to_string(hi);
+  int64_t v;
+  if (it->is_number_integer() && !(it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX))) {
+    v = it->get<int64_t>();
+  } else if (it->is_number_float() && std::isfinite(it->get<double>()) &&
+             std::trunc(it->get<double>()) == it->get<double>() && std::abs(it->get<double>()) < 9e18) {
+    v = static_cast<int64_t>(it->get<double>());
+  } else {
+    return field_error(key, expected, *it);
+  }
+  if (v < lo || v > hi) return field_error(key, expected, *it);
+  *out = v;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_float(const json& j, const char* key, double lo, double hi, float* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "a number between %g and %g", lo, hi);
+  if (!it->is_number()) return field_error(key, buf, *it);
+  const double v = it->get<double>();
+  if (!(v >= lo && v <= hi)) return field_error(key, buf, *it);
+  *out = static_cast<float>(v);
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_bool(const json& j, const char* key, bool* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return field_error(key, "true or false", *it);
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_string(const json& j, const char* key, std::string* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return field_error(key, "a string", *it);
+  *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+static std::optional<ApiError> parse_stop(const json& j, std::vector<std::string>* out) {
+  auto it = j.find("stop");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    out->push_back(it->get<std::string>());
+    return std::nullopt;
+  }
+  if (!it->is_array() || it->size() > 16) return field_error("stop", "a string or an array of at most 16 strings", *it);
+  for (const auto& s : *it) {
+    if (!s.is_string()) return field_error("stop", "a string or an array of strings", *it);
+    out->push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// logit_bias: llama.cpp's [[id, bias], [id, false], ...] or OpenAI's {"id": bias}.
+static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, SamplingParams* sp) {
+  auto it = j.find("logit_bias");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  const std::string expected =
+      "[[token_id, bias|false], ...] or {\"token_id\": bias} with ids below " + std::to_string(n_vocab);
+  auto add = [&](const json& id, const json& bias) -> bool {
+    int64_t tok = -1;
+    if (id.is_number_integer())
+      tok = id.get<int64_t>();
+    else if (id.is_string()) {
+      try {
+        size_t used = 0;
+        tok = std::stoll(id.get<std::string>(), &used);
+        if (used != id.get<std::string>().size()) return false;
+      } catch (...) {
+        return false;
+      }
+    } else
+      return false;
+    if (tok < 0 || tok >= n_vocab) return false;
+    float b;
+    if (bias.is_boolean() && !bias.get<bool>())
+      b = -INFINITY;
+    else if (bias.is_number() && std::isfinite(bias.get<double>()))
+      b = bias.get<float>();
+    else
+      return false;
+    sp->logit_bias.push_back({static_cast<int32_t>(tok), b});
+    return true;
+  };
+  if (it->is_object()) {
+    for (auto& [k, v] : it->items())
+      if (!add(json(k), v)) return field_error("logit_bias", expected, *it);
+  } else if (it->is_array()) {
+    for (const auto& e : *it) {
+      if (!e.is_array() || e.size() != 2 || !add(e[0], e[1])) return field_error("logit_bias", expected, *it);
+    }
+  } else {
+    return field_error("logit_bias", expected, *it);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r) {
+  SamplingParams& sp = r->gen.sampling;
+  int64_t n_predict = -1, top_k = sp.top_k, repeat_last_n = sp.repeat_last_n, n_probs = 0;
+  int64_t seed = -1;
+  std::optional<ApiError> e;
+  const int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  if ((e = get_int(j, "max_tokens", -1, kMaxInt, &n_predict))) return e;
+  if ((e = get_int(j, "n_predict", -1, kMaxInt, &n_predict))) return e;
+  if ((e = get_float(j, "temperature", -1e9, 1e9, &sp.temperature))) return e;
+  if ((e = get_int(j, "top_k", -1, kMaxInt, &top_k))) return e;
+  if ((e = get_float(j, "top_p", 0, 1, &sp.top_p))) return e;
+  if ((e = get_float(j, "min_p", 0, 1, &sp.min_p))) return e;
+  if ((e = get_float(j, "typical_p", 0, 1, &sp.typical_p))) return e;
+  if ((e = get_float(j, "repeat_penalty", 0, 1e9, &sp.repeat_penalty))) return e;
+  if ((e = get_int(j, "repeat_last_n", -1, kMaxInt, &repeat_last_n))) return e;
+  if ((e = get_float(j, "presence_penalty", -2e3, 2e3, &sp.presence_penalty))) return e;
+  if ((e = get_float(j, "frequency_penalty", -2e3, 2e3, &sp.frequency_penalty))) return e;
+  if ((e = get_int(j, "seed", -1, std::numeric_limits<int64_t>::max(), &seed))) return e;
+  if ((e = get_int(j, "n_probs", 0, 100, &n_probs))) return e;
+  if ((e = get_bool(j, "ignore_eos", &r->gen.ignore_eos))) return e;
+  if ((e = get_bool(j, "cache_prompt", &r->gen.cache_prompt))) return e;
+  if ((e = get_bool(j, "stream", &r->stream))) return e;
+  if ((e = get_bool(j, "return_tokens", &r->return_tokens))) return e;
+  if ((e = get_bool(j, "timings_per_token", &r->timings_per_token))) return e;
+  if ((e = parse_stop(j, &r->stop))) return e;
+  if ((e = parse_logit_bias(j, ctx.codec->n_vocab(), &sp))) return e;
+  int64_t mirostat = 0;
+  if ((e = get_int(j, "mirostat", 0, 2, &mirostat))) return e;
+  if (mirostat != 0) {
+    return err(400, "\"mirostat\" sampling is not supported (use 0)");
+  }
+  r->gen.n_predict = static_cast<int>(n_predict);
+  sp.top_k = static_cast<int>(top_k);
+  sp.repeat_last_n = static_cast<int>(repeat_last_n);
+  sp.n_probs = static_cast<int>(n_probs);
+  sp.seed = seed < 0 ? std::random_device{}() : static_cast<uint64_t>(seed);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_prompt(const json& p, const TextCodec& codec, std::vector<int32_t>* out) {
+  const std::string expected = "a string, an array of token ids, or an array mixing strings and ids";
+  auto add_text = [&](const std::string& s, bool first) -> std::optional<ApiError> {
+    auto ids = codec.encode(s, first, true);
+    if (!ids.is_ok()) return err(400, "\"prompt\": " + ids.message());
+    out->insert(out->end(), ids->begin(), ids->end());
+    return std::nullopt;
+  };
+  if (p.is_string()) {
+    if (auto e = add_text(p.get<std::string>(), true)) return e;
+  } else if (p.is_array()) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      const json& x = p[i];
+      if (x.is_string()) {
+        if (auto e = add_text(x.get<std::string>(), i == 0)) return e;
+      } else if (x.is_number_integer()) {
+        const int64_t id = x.get<int64_t>();
+        if (id < 0 || id >= codec.n_vocab()) {
+          return err(400, "\"prompt\": token id " + std::to_string(id) + " at index " + std::to_string(i) +
+                              " is outside the vocabulary [0, " + std::to_string(codec.n_vocab()) + ")");
+        }
+        out->push_back(static_cast<int32_t>(id));
+      } else if (x.is_array()) {
+        return err(400, "\"prompt\": several prompts in one request are not supported");
+      } else {
+        return field_error("prompt", expected, p);
+      }
+    }
+  } else {
+    return field_error("prompt", expected, p);
+  }
+  if (out->empty()) return err(400, "\"prompt\" is empty");
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt) {
+  const int n_ctx = ctx.loop ? ctx.loop->sched_options().n_ctx : ctx.opts.n_ctx;
+  if (n_prompt < static_cast<size_t>(n_ctx)) return std::nullopt;
+  return err(400,
+             "the request exceeds the available context size: the prompt has " + std::to_string(n_prompt) +
+                 " tokens, the context holds " + std::to_string(n_ctx) + " (try a shorter prompt)",
+             "exceed_context_size_error", {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}});
+}
+
+std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out) {
+  const size_t n_prompt = gen.prompt.size();
+  if (auto e = check_context(ctx, n_prompt)) return e;
+  SubmitOutcome o = ctx.loop->submit(std::move(gen));
+  switch (o.code) {
+    case SubmitCode::ok:
+      *out = o.stream;
+      return std::nullopt;
+    case SubmitCode::queue_full:
+      ctx.counters.rejected_busy++;
+      return err(503, "the server is busy: the request queue is full, retry later");
+    case SubmitCode::stopping:
+      return err(503, "the server is shutting down");
+    case SubmitCode::invalid_token:
+      return err(400, "\"prompt\" holds a token id outside the vocabulary");
+    case SubmitCode::too_long:
+      break;
+  }
+  ApiError e = *check_context(ctx, std::numeric_limits<int32_t>::max());
+  e.message = "the request exceeds the available context size: the prompt of " + std::to_string(n_prompt) +
+              " tokens does not fit the KV cache";
+  return e;
+}
+
+json timings_json(const GenStats& s) {
+  const int prompt_n = s.n_prompt - s.n_cached;
+  auto per_s = [](double n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+  return {{"prompt_n", prompt_n},
+          {"prompt_ms", s.prompt_ms},
+          {"prompt_per_token_ms", prompt_n ? s.prompt_ms / prompt_n : 0.0},
+          {"prompt_per_second", per_s(prompt_n, s.prompt_ms)},
+          {"predicted_n", s.n_generated},
+          {"predicted_ms", s.predicted_ms},
+          {"predicted_per_token_ms", s.n_generated ? s.predicted_ms / s.n_generated : 0.0},
+          {"predicted_per_second", per_s(std::max(0, s.n_generated - 1), s.predicted_ms)}};
+}
+
+static json probs_json(const ServerContext& ctx, const GenEvent& ev) {
+  json top = json::array();
+  double chosen = -1;
+  for (const TokenProb& p : ev.probs) {
+    top.push_back({{"id", p.token},
+                   {"token", utf8_sanitize(ctx.codec->token_bytes(p.token))},
+                   {"prob", p.prob},
+                   {"logprob", p.prob > 0 ? std::log(p.prob) : -1e30}});
+    if (p.token == ev.token) chosen = p.prob;
+  }
+  return {{"id", ev.token},
+          {"token", utf8_sanitize(ctx.codec->token_bytes(ev.token))},
+          {"logprob", chosen > 0 ? json(std::log(chosen)) : json(nullptr)},
+          {"top_probs", top}};
+}
+
+namespace {
+
+// Turns GenStream events into text pieces (stop strings and UTF-8 applied) and a result.
+class GenerationReader {
+ public:
+  GenerationReader(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
+                   const std::function<bool(const Piece&)>& on_piece)
+      : ctx_(ctx), stream_(stream), req_(req), on_piece_(on_piece), text_(req.stop) {}
+
+  // Returns false when the generation is over (ended, stopped, or the client is gone).
+  bool on_event(GenEvent& ev, const std::function<bool()>& alive) {
+    r_.stats = ev.stats;
+    piece_.stats = ev.stats;
+    if (ev.done) return on_done(ev), false;
+    r_.tokens.push_back(ev.token);
+    piece_.tokens.push_back(ev.token);
+    if (req_.gen.sampling.n_probs > 0) {
+      json p = probs_json(ctx_, ev);
+      r_.probs.push_back(p);
+      piece_.probs.push_back(std::move(p));
+    }
+    std::string out = text_.push(ctx_.codec->token_text(ev.token));
+    r_.content += out;
+    if (text_.stopped()) {
+      r_.stop_type = "word";
+      r_.stopping_word = text_.stop_word();
+      stream_.cancel();  // the loop frees the request at its next step
+      emit(std::move(out));
+      return false;
+    }
+    if (alive && !alive()) return client_gone(), false;
+    emit(std::move(out));
+    return !r_.client_gone;
+  }
+  void client_gone() {
+    r_.client_gone = true;
+    stream_.cancel();
+  }
+  GenResult& result() { return r_; }
+
+ private:
+  void on_done(const GenEvent& ev) {
+    if (ev.reason == StopReason::error) {
+      r_.error = err(500, "generation failed: " + ev.error, "server_error");
+      return;
+    }
+    if (ev.reason == StopReason::cancelled) r_.client_gone = true;
+    r_.stop_type = ev.reason == StopReason::eos ? "eos" : ev.reason == StopReason::limit ? "limit" : "none";
+    std::string rest = text_.flush();
+    r_.content += rest;
+    emit(std::move(rest));
+  }
+  void emit(std::string s) {
+    piece_.text += s;
+    if (piece_.text.empty() || !on_piece_) return;  // tokens wait for text to go with
+    if (!on_piece_(piece_)) client_gone();
+    piece_ = Piece{};
+  }
+
+  ServerContext& ctx_;
+  GenStream& stream_;
+  const CompletionRequest& req_;
+  const std::function<bool(const Piece&)>& on_piece_;
+  StopTextStream text_;
+  GenResult r_;
+  Piece piece_;
+};
+
+}  // namespace
+
+GenResult run_generation(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
+                         const std::function<bool()>& alive, const std::function<bool(const Piece&)>& on_piece) {
+  GenerationReader reader(ctx, stream, req, on_piece);
+  while (true) {
+    GenEvent ev;
+    if (!stream.next(&ev, std::chrono::milliseconds(50))) {
+      if (alive && !alive()) {
+        reader.client_gone();
+        break;
+      }
+      continue;
+    }
+    if (!reader.on_event(ev, alive)) break;
+  }
+  GenResult& r = reader.result();
+  if (r.client_gone) ctx.counters.client_disconnects++;
+  return std::move(r);
+}
+
+void log_request(const ServerContext& ctx, std::string_view route, int64_t id, const GenResult& r) {
+  const GenStats& s = r.stats;
+  const double tps = s.predicted_ms > 0 ? 1000.0 * std::max(0, s.n_generated - 1) / s.predicted_ms : 0.0;
+  const std::string outcome = r.error ? "error" : r.client_gone ? "disconnected" : r.stop_type;
+  spdlog::info(
+      "request id={} route={} prompt_tokens={} cached_tokens={} generated_tokens={} "
+      "ttft_ms={:.1f} prompt_ms={:.1f} decode_tok_per_s={:.2f} stop={}",
+      id, route, s.n_prompt, s.n_cached, s.n_generated, s.ttft_ms, s.prompt_ms, tps, outcome);
+}
+
+std::string sse_data(const json& j) {
+  return "data: " + dump(j) + "\n\n";
+}
+std::string sse_done() {
+  return "data: [DONE]\n\n";
+}
+
+}  // namespace api
+}  // namespace ds

@@ -1,0 +1,104 @@
+// Shared by the api_*.cpp route files (not part of the server's public surface): JSON
+// field parsing with errors that name the field, submission to the engine loop, and the
+// generation runner that turns a GenStream into text pieces with stop strings applied.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api.h"
+
+namespace ds::api {
+
+using json = nlohmann::ordered_json;
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type;             // "" -> error_type_for(status)
+  json extra = json::object();  // merged into the error object (e.g. n_prompt_tokens)
+};
+
+inline ApiError err(int status, std::string message, std::string type = {}, json extra = json::object()) {
+  ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.extra = std::move(extra);
+  return e;
+}
+
+HttpResponse make_error(const ApiError& e, int retry_after_s);
+HttpResponse json_response(const json& body, int status = 200);
+std::string dump(const json& j);  // compact, invalid UTF-8 replaced
+
+// Parses the body as a JSON object.
+std::optional<ApiError> parse_body(const std::string& body, json* out);
+
+// Typed, range-checked optional fields: absent or null leaves *out unchanged.
+std::optional<ApiError> get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out);
+std::optional<ApiError> get_float(const json& j, const char* key, double lo, double hi, float* out);
+std::optional<ApiError> get_bool(const json& j, const char* key, bool* out);
+std::optional<ApiError> get_string(const json& j, const char* key, std::string* out);
+
+// What /completion and the OpenAI routes parse out of a request body.
+struct CompletionRequest {
+  GenParams gen;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool return_tokens = false;
+  bool timings_per_token = false;
+  bool include_usage = false;
+};
+
+// Sampling and limits shared by all generation routes (llama.cpp names, OpenAI aliases).
+std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
+// prompt: a string, token ids, or a mixed array of both.
+std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec, std::vector<int32_t>* out);
+std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);
+
+// Submits to the loop; on failure returns the HTTP error (503 busy, 400 too long, ...).
+std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out);
+
+struct GenResult {
+  std::string content;
+  std::vector<int32_t> tokens;
+  std::string stop_type = "none";  // eos | limit | word | none
+  std::string stopping_word;
+  GenStats stats;
+  bool client_gone = false;
+  std::optional<ApiError> error;
+  json probs = json::array();  // completion_probabilities when n_probs > 0
+};
+
+struct Piece {
+  std::string text;
+  std::vector<int32_t> tokens;
+  json probs = json::array();
+  GenStats stats;
+};
+
+// Reads the stream to its end. on_piece (may be empty) gets each piece of sendable text
+// with the tokens that produced it and returns false when the client is gone; alive() is
+// polled while waiting. Cancels the request on a stop string or a lost client.
+GenResult run_generation(ServerContext& ctx, GenStream& stream, const CompletionRequest& req,
+                         const std::function<bool()>& alive, const std::function<bool(const Piece&)>& on_piece);
+
+json timings_json(const GenStats& s);
+void log_request(const ServerContext& ctx, std::string_view route, int64_t id, const GenResult& r);
+
+// SSE framing.
+std::string sse_data(const json& j);
+std::string sse_done();
+
+// Routes.
+HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req);
+HttpResponse route_tokenize(ServerContext& ctx, const HttpRequest& req);
+HttpResponse route_detokenize(ServerContext& ctx, const HttpRequest& req);
+HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req);
+HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req);
+HttpResponse route_oai_models(ServerContext& ctx, const HttpRequest& req);
+std::string metrics_text(const ServerContext& ctx);
+
+}  // namespace ds::api

@@ -1,0 +1,143 @@
+// ds-server: parse options, listen at once (/health answers 503 while the model loads),
+// load the engine, serve, and on SIGTERM/SIGINT stop accepting, let in-flight requests
+// finish for --grace seconds, cancel the rest and exit 0.
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "gguf/gguf_file.h"
+#include "server/config.h"
+#include "server/http_server.h"
+#include "server/logging.h"
+#include "server/tokenizer_codec.h"
+
+using namespace ds;
+
+namespace {
+
+struct Loaded {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<TokenizerCodec> codec;
+  std::unique_ptr<EngineLoop> loop;
+};
+
+Result<Loaded> load(const ServerConfig& c) {
+  EngineOptions eo;
+  eo.model_path = c.model;
+  eo.n_ctx = c.ctx_size;
+  eo.n_parallel = c.parallel;
+  eo.n_threads = c.threads;
+  eo.kv_type = c.kv_type;
+  eo.numa = c.numa;
+  eo.max_batch_tokens = c.batch_tokens;
+  Loaded l;
+  auto engine = Engine::create(eo);
+  if (!engine) return engine.status();
+  l.engine = std::move(*engine);
+  auto file = GgufFile::open(c.model);
+  if (!file) return file.status();
+  auto tmpl = ChatTemplate::from_gguf(**file, l.engine->tokenizer(), c.chat_template);
+  if (!tmpl && c.chat_template.empty() && !(*file)->has("tokenizer.chat_template")) {
+    // A model without a template still serves /completion; chat falls back to the V3 format.
+    spdlog::warn("{} has no chat template: using deepseek3 (choose with --chat-template)", c.model);
+    const Tokenizer& tok = l.engine->tokenizer();
+    tmpl = ChatTemplate::from_name("deepseek3", tok.bos() >= 0 ? tok.token_bytes(tok.bos()) : "",
+                                   tok.eos() >= 0 ? tok.token_bytes(tok.eos()) : "");
+  }
+  if (!tmpl) return tmpl.status();
+  l.codec = std::make_unique<TokenizerCodec>(l.engine->tokenizer(), std::move(*tmpl));
+  LoopOptions lo;
+  lo.sched = {.n_slots = c.parallel,
+              .batch_tokens = c.batch_tokens,
+              .max_queue = c.max_queue,
+              .n_ctx = l.engine->n_ctx(),
+              .prefix_cache = c.prefix_cache};
+  const Tokenizer& tok = l.engine->tokenizer();
+  lo.is_eog = [&tok](int32_t t) { return tok.is_eog(t); };
+  l.loop = std::make_unique<EngineLoop>(*l.engine, std::move(lo));
+  return l;
+}
+
+void init_context(const ServerConfig& cfg, ServerContext* ctx) {
+  ctx->opts.api_key = cfg.api_key;
+  ctx->opts.model_alias = cfg.alias.empty() ? std::filesystem::path(cfg.model).filename().string() : cfg.alias;
+  ctx->opts.n_ctx = cfg.ctx_size;
+  ctx->opts.n_parallel = cfg.parallel;
+  ctx->opts.max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024;
+  ctx->opts.chat_template = cfg.chat_template;
+}
+
+HttpServerOptions http_options(const ServerConfig& cfg) {
+  return {.host = cfg.host,
+          .port = cfg.port,
+          .n_threads = cfg.http_threads ? cfg.http_threads : cfg.parallel + cfg.max_queue + 8,
+          .max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024,
+          .read_timeout_s = cfg.timeout_s,
+          .write_timeout_s = cfg.timeout_s};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed) {
+    std::fprintf(stderr, "ds-server: %s\n", parsed.message().c_str());
+    return 2;
+  }
+  const ServerConfig& cfg = parsed->config;
+  if (parsed->help) return std::fputs(help_text().c_str(), stdout), 0;
+  if (parsed->version) return std::puts("ds-server 0.1.0"), 0;
+  setup_logging(cfg.log_format);
+
+  // Signals are taken by one thread with sigwait; every other thread inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  ServerContext ctx;
+  init_context(cfg, &ctx);
+  HttpServer http(ctx, http_options(cfg));
+  if (Status st = http.bind(); !st) {
+    spdlog::error("{}", st.message());
+    return 1;
+  }
+  std::thread http_thread([&] { http.run(); });
+  spdlog::info("listening on http://{}:{} (loading {})", cfg.host, http.port(), cfg.model);
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    spdlog::info("received {}: stopping (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.grace_s);
+    http.stop();
+  });
+
+  auto loaded = load(cfg);
+  if (!loaded) {
+    spdlog::error("cannot load the model: {}", loaded.message());
+    http.stop();
+    http_thread.join();
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    signal_thread.join();
+    return 1;
+  }
+  Loaded& l = *loaded;
+  l.loop->start();
+  ctx.loop = l.loop.get();
+  ctx.codec = l.codec.get();
+  ctx.model = &l.engine->info();
+  ctx.ready = true;
+  spdlog::info("model {} ready: {} ({}), ctx {} x {} sequences, {} KV blocks of {} tokens", ctx.opts.model_alias,
+               ctx.model->arch, ctx.model->name, l.engine->n_ctx(), cfg.parallel, l.engine->kv_blocks_total(),
+               l.engine->kv_block_size());
+
+  signal_thread.join();  // returns once SIGTERM/SIGINT arrived (http.stop() already called)
+  l.loop->shutdown(std::chrono::seconds(cfg.grace_s));
+  http_thread.join();
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,54 @@
+// What the API layer needs from the model's text side: tokenize, the bytes of each token,
+// chat rendering and R1-style reasoning splitting. The server runs on TokenizerCodec (the
+// real Tokenizer and ChatTemplate, tokenizer_codec.cpp); the API tests run on a byte-level
+// fake, so that the HTTP semantics are tested without a model.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ds/status.h"
+
+namespace ds {
+
+struct ApiChatMessage {
+  std::string role;
+  std::string content;
+};
+
+// Splits streamed text into reasoning (<think>...</think>) and content.
+class ReasoningFilter {
+ public:
+  struct Delta {
+    std::string reasoning;
+    std::string content;
+  };
+  virtual ~ReasoningFilter() = default;
+  virtual Delta push(std::string_view text) = 0;
+  virtual Delta flush() = 0;
+};
+
+class TextCodec {
+ public:
+  virtual ~TextCodec() = default;
+  // add_bos: the model's own BOS policy applies (text prompts); parse_special: control
+  // tokens written in the text become tokens.
+  virtual Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos, bool parse_special) const = 0;
+  // The bytes a token adds to generated text ("" for control tokens such as BOS/EOS).
+  virtual std::string token_text(int32_t id) const = 0;
+  // The bytes of a token including control tokens (for /tokenize pieces, /detokenize).
+  virtual std::string token_bytes(int32_t id) const = 0;
+  virtual bool is_eog(int32_t id) const = 0;
+  virtual int32_t n_vocab() const = 0;
+  // Chat rendering with the model's (or --chat-template's) format.
+  virtual Result<std::string> render_chat(std::span<const ApiChatMessage> messages,
+                                          bool add_generation_prompt) const = 0;
+  virtual std::string chat_template_name() const = 0;
+  // nullptr when the chat format has no reasoning section.
+  virtual std::unique_ptr<ReasoningFilter> reasoning_filter() const = 0;
+};
+
+}  // namespace ds

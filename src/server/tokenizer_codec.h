@@ -1,0 +1,33 @@
+// TextCodec over the model's real Tokenizer and ChatTemplate (src/model).
+#pragma once
+#include <memory>
+
+#include "model/chat_template.h"
+#include "model/tokenizer.h"
+#include "server/text_codec.h"
+
+namespace ds {
+
+class TokenizerCodec final : public TextCodec {
+ public:
+  TokenizerCodec(const Tokenizer& tok, ChatTemplate tmpl) : tok_(tok), tmpl_(std::move(tmpl)) {}
+  Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+    return tok_.encode(text, add_bos, parse_special);
+  }
+  // Control tokens (BOS, EOS, ...) add no text to generated output.
+  std::string token_text(int32_t id) const override {
+    return tok_.is_special(id) ? std::string() : tok_.token_bytes(id);
+  }
+  std::string token_bytes(int32_t id) const override { return tok_.token_bytes(id); }
+  bool is_eog(int32_t id) const override { return tok_.is_eog(id); }
+  int32_t n_vocab() const override { return tok_.n_vocab(); }
+  Result<std::string> render_chat(std::span<const ApiChatMessage> messages, bool add_generation_prompt) const override;
+  std::string chat_template_name() const override { return tmpl_.name(); }
+  std::unique_ptr<ReasoningFilter> reasoning_filter() const override;
+
+ private:
+  const Tokenizer& tok_;
+  ChatTemplate tmpl_;
+};
+
+}  // namespace ds

@@ -1,0 +1,25 @@
+// A byte-level TextCodec for the API tests, matching FakeEngine's vocabulary: token i < 256
+// is byte i, 256 is BOS "<s>" and 257 EOS "</s>" (control tokens). The chat format is a
+// simple "<|role|>content" rendering; with reasoning on, "<think>" ... "</think>" is split off.
+#pragma once
+#include "server/text_codec.h"
+
+namespace ds::test {
+
+class FakeCodec final : public TextCodec {
+ public:
+  explicit FakeCodec(bool reasoning = false) : reasoning_(reasoning) {}
+  Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos, bool parse_special) const override;
+  std::string token_text(int32_t id) const override;
+  std::string token_bytes(int32_t id) const override;
+  bool is_eog(int32_t id) const override { return id == 257; }
+  int32_t n_vocab() const override { return 260; }
+  Result<std::string> render_chat(std::span<const ApiChatMessage> messages, bool add_generation_prompt) const override;
+  std::string chat_template_name() const override { return "fake"; }
+  std::unique_ptr<ReasoningFilter> reasoning_filter() const override;
+
+ private:
+  bool reasoning_;
+};
+
+}  // namespace ds::test

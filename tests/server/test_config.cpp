@@ -1,0 +1,110 @@
+// ds-server options: flags, the JSON config file (same names), precedence, errors that name
+// the option, and --help documenting every option the issue lists.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "server/config.h"
+#include "test_util.h"
+
+namespace ds {
+namespace {
+
+TEST(Config, FlagsParse) {
+  auto r = parse_server_args({"--model",
+                              "m.gguf",
+                              "--host",
+                              "0.0.0.0",
+                              "--port",
+                              "9000",
+                              "--ctx-size",
+                              "8192",
+                              "--parallel",
+                              "8",
+                              "--threads",
+                              "16",
+                              "--kv-type",
+                              "q8_0",
+                              "--numa",
+                              "distribute",
+                              "--api-key",
+                              "k",
+                              "--log-format",
+                              "json",
+                              "--batch-tokens",
+                              "256",
+                              "--max-queue",
+                              "5",
+                              "--chat-template=deepseek-r1",
+                              "--no-prefix-cache"});
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  const ServerConfig& c = r->config;
+  EXPECT_EQ(c.model, "m.gguf");
+  EXPECT_EQ(c.host, "0.0.0.0");
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_EQ(c.ctx_size, 8192);
+  EXPECT_EQ(c.parallel, 8);
+  EXPECT_EQ(c.threads, 16);
+  EXPECT_EQ(c.kv_type, "q8_0");
+  EXPECT_EQ(c.numa, "distribute");
+  EXPECT_EQ(c.api_key, "k");
+  EXPECT_EQ(c.log_format, "json");
+  EXPECT_EQ(c.batch_tokens, 256);
+  EXPECT_EQ(c.max_queue, 5);
+  EXPECT_EQ(c.chat_template, "deepseek-r1");
+  EXPECT_FALSE(c.prefix_cache);
+}
+
+TEST(Config, ErrorsNameTheOption) {
+  auto bad = [](std::vector<std::string> a) {
+    auto r = parse_server_args(a);
+    EXPECT_FALSE(r.is_ok());
+    return r.is_ok() ? std::string() : r.message();
+  };
+  EXPECT_NE(bad({"--port", "8080"}).find("--model"), std::string::npos);
+  EXPECT_NE(bad({"--model", "m", "--port", "http"}).find("--port"), std::string::npos);
+  EXPECT_NE(bad({"--model", "m", "--port", "70000"}).find("--port"), std::string::npos);
+  EXPECT_NE(bad({"--model", "m", "--kv-type", "q4"}).find("f32|f16|bf16|q8_0"), std::string::npos);
+  EXPECT_NE(bad({"--model", "m", "--log-format", "xml"}).find("--log-format"), std::string::npos);
+  EXPECT_NE(bad({"--model", "m", "--frobnicate"}).find("--frobnicate"), std::string::npos);
+  EXPECT_NE(bad({"--model", "m", "--threads"}).find("needs a value"), std::string::npos);
+}
+
+TEST(Config, FileThenFlagsOverride) {
+  const std::string dir = test::make_temp_dir("cfg");
+  std::ofstream(dir + "/c.json") << R"({"model": "a.gguf", "ctx_size": 2048, "port": 1234, "no-prefix-cache": true})";
+  auto r = parse_server_args({"--port", "4321", "--config", dir + "/c.json"});
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  EXPECT_EQ(r->config.model, "a.gguf");
+  EXPECT_EQ(r->config.ctx_size, 2048);
+  EXPECT_EQ(r->config.port, 4321);  // the flag wins wherever --config appears
+  EXPECT_FALSE(r->config.prefix_cache);
+  std::ofstream(dir + "/bad.json") << R"({"model": "a.gguf", "ctx-size": "big"})";
+  auto b = parse_server_args({"--config", dir + "/bad.json"});
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.message().find("ctx-size"), std::string::npos);
+  std::ofstream(dir + "/unknown.json") << R"({"model": "a.gguf", "colour": 1})";
+  EXPECT_NE(parse_server_args({"--config", dir + "/unknown.json"}).message().find("colour"), std::string::npos);
+  EXPECT_FALSE(parse_server_args({"--config", dir + "/missing.json"}).is_ok());
+}
+
+TEST(Config, ExampleConfigParses) {
+  auto r = parse_server_args({"--config", std::string(DS_SOURCE_DIR) + "/configs/ds-server.json"});
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  EXPECT_EQ(r->config.parallel, 8);
+}
+
+TEST(Config, HelpDocumentsEveryOption) {
+  const std::string h = help_text();
+  for (const char* o :
+       {"--model", "--host", "--port", "--ctx-size", "--parallel", "--threads", "--kv-type", "--numa", "--api-key",
+        "--config", "--log-format", "--batch-tokens", "--max-queue", "--chat-template", "--grace", "--help"}) {
+    EXPECT_NE(h.find(o), std::string::npos) << o;
+  }
+  auto r = parse_server_args({"--help"});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_TRUE(r->help);
+}
+
+}  // namespace
+}  // namespace ds
