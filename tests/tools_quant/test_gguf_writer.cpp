@@ -138,6 +138,11 @@ TEST(GgufWriter, Errors) {
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {4}).is_ok());  // duplicate
   EXPECT_FALSE(w.write_data("abcd", 4).is_ok());                 // before begin
   EXPECT_FALSE(w.begin("/nonexistent-dir/x.gguf").is_ok());
+  GgufWriter bad_align;
+  bad_align.set("general.alignment", gguf_u32(48));
+  EXPECT_FALSE(bad_align.begin("/tmp/never-written.gguf").is_ok());
+  bad_align.set("general.alignment", gguf_f32(32.0f));
+  EXPECT_FALSE(bad_align.begin("/tmp/never-written.gguf").is_ok());
 
   const std::string dir = test::make_temp_dir("writer-err");
   ASSERT_TRUE(w.begin(dir + "/x.gguf").is_ok());

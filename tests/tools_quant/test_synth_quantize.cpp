@@ -210,6 +210,7 @@ TEST_F(ToolsTest, SynthBadArgumentsFailCleanly) {
   EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + out + " --set expert_count=0"), 1);
   EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + out + " --set embedding_length=0"), 1);
   EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --vocab /nonexistent.gguf"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --set general.alignment=48"), 1);
   EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out /nonexistent-dir/x.gguf"), 1);
   EXPECT_FALSE(std::filesystem::exists(out));
 }
