@@ -23,4 +23,10 @@ constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
 void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 
+// matmul_gemv.cpp: activation row t against weight rows [row_begin, row_end) 4 at a
+// time; returns the first row not computed (fewer than 4 remain). Bit-identical to matmul
+// ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
+bool gemv_supported(GgmlType t);
+int64_t gemv_rows(const MatmulArgs& m, int64_t t);
+
 }  // namespace ds::avx512
