@@ -54,7 +54,7 @@ struct MatmulArgs {
 //   linear scaling: theta = theta_e * freq_scale; YaRN (ext_factor > 0): SPEC.md step 4.
 // Returned cos/sin are multiplied by attn_factor (1 for DeepSeek files, see SPEC.md).
 struct RopeParams {
-  int n_rot = 0;               // rotated dims per head (<= head_dim; the rest pass through)
+  int n_rot = 0;               // rotated dims per head (<= head_dim, <= 1024; the rest pass through)
   bool neox = false;           // false: adjacent pairs (x[2i], x[2i+1]); true: halves (x[i], x[i+n_rot/2])
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;     // 1/factor for linear and YaRN scaling

@@ -302,6 +302,39 @@ struct Dot32Base {
   static float reduce(const Acc& acc) { return acc.sum; }
 };
 
+// The four int32 sums of p[0..3] (8 lanes each): pairwise horizontal adds.
+inline __m128i hsum4_epi32(const __m256i* p) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+// acc += v[0]; acc += v[1]; ... in order (the reference's running sum).
+inline void add_in_order(__m128 v, float& acc) {
+  alignas(16) float f[4];
+  _mm_store_ps(f, v);
+  for (int b = 0; b < 4; ++b) acc += f[b];
+}
+inline __m128 halves4(half_t a, half_t b, half_t c, half_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(a), static_cast<short>(b), static_cast<short>(c),
+                                     static_cast<short>(d), 0, 0, 0, 0));
+}
+
+// Four consecutive blocks (GEMV fast path of the tile loop): per block exactly
+// float(sumi) * (dx * dy), added to the running sum in block order ([QUANT_EXACT]).
+template <class Base>
+struct Group4 {
+  static constexpr bool kGroup4 = true;
+  static void accumulate4(const Unpacked32* u, const BlockQ8_0* a, Acc32& acc) {
+    __m256i p[4];
+    for (int b = 0; b < 4; ++b) {
+      const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)), u[b].w);
+      p[b] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[b].absw, s);
+    }
+    const __m128 dw = _mm_setr_ps(u[0].d, u[1].d, u[2].d, u[3].d);
+    const __m128 dd = _mm_mul_ps(dw, halves4(a[0].d, a[1].d, a[2].d, a[3].d));
+    add_in_order(_mm_mul_ps(_mm_cvtepi32_ps(hsum4_epi32(p)), dd), acc.sum);
+  }
+};
+
 // qs[j]: low nibble = element j, high nibble = element j + 16.
 inline __m256i nibbles32(const uint8_t* qs) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
@@ -309,13 +342,13 @@ inline __m256i nibbles32(const uint8_t* qs) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
 }
 
-struct DotQ4_0 : Dot32Base {
+struct DotQ4_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ4_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)), b.d, u);
   }
 };
-struct DotQ5_0 : Dot32Base {
+struct DotQ5_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ5_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     uint32_t qh;
@@ -324,7 +357,7 @@ struct DotQ5_0 : Dot32Base {
     finish_unpack(_mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), hi), _mm256_set1_epi8(16)), b.d, u);
   }
 };
-struct DotQ8_0 : Dot32Base {
+struct DotQ8_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ8_0;
   static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);

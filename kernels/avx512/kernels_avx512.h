@@ -16,8 +16,10 @@ void flash_attn(const AttnArgs& a);
 void mla_attn(const MlaArgs& a);
 void store_kv(GgmlType t, const float* x, void* y, int64_t n);
 
-// matmul_panel.cpp: 16 weight rows [r0, r0 + 16) x activation rows [t0, t0 + nt), nt <= 64,
+// matmul_panel.cpp: 16 weight rows [r0, r0 + 16) x activation rows [t0, t0 + nt),
+// nt <= kPanelMaxTok,
 // bit-identical to matmul ([KQUANT_EXACT]); only for the types panel_supported() accepts.
+constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
 void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 

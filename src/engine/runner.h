@@ -48,6 +48,9 @@ class Runner {
   const KernelTable& kernels() const { return *kt_; }
   int max_batch_tokens() const { return opts_.max_batch_tokens; }
   GgmlType kv_type() const { return opts_.kv_type; }
+  // Scratch arena size and the most any step has used so far (bytes).
+  size_t scratch_capacity() const { return arena_->capacity(); }
+  size_t scratch_high_water() const { return arena_->high_water(); }
 
   // Logits rows in chunk order (engine.h SeqChunk). trace: per-block tensors, or null.
   Status step(std::span<const SeqChunk> chunks, float* logits, const TraceFn* trace = nullptr);

@@ -261,6 +261,14 @@ Status GgufWriter::pad_to(uint64_t a) {
 
 Status GgufWriter::begin(const std::string& path) {
   if (f_) return Status::error("gguf writer: begin() called twice");
+  if (const GgufValue* a = find("general.alignment")) {
+    const bool integer = !a->is_array() && !a->is_float() && a->type != GgufValueType::STRING;
+    const uint64_t v = integer ? uint_payload(*a) : 0;
+    if (a->type != GgufValueType::UINT32 || v == 0 || (v & (v - 1)) != 0 || v > (1u << 20)) {
+      return Status::error("gguf writer: general.alignment must be a u32 power of two (at most 2^20), got " +
+                           a->to_string());
+    }
+  }
   layout();
   path_ = path;
   tmp_path_ = path + ".tmp";

@@ -58,8 +58,8 @@ class Deepseek2Model : public Model {
   }
 
  private:
-  // Per-head products y_h = W_h x_h over all batch rows: x_h at x[t * H * n_in_stride + h * n_in_stride]
-  // (n_in wide), y_h at y[t * y_tok + h * y_head].
+  // Per-head products y_h = W_h x_h over all batch rows: token t's x_h (n_in wide) at
+  // x[(t * H + h) * x_head], its y_h at y[t * y_tok + h * y_head].
   void per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const float* x, int64_t x_head, float* y, int64_t y_tok,
                 int64_t y_head) const;
   void mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const;
@@ -73,6 +73,7 @@ void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const 
   size_t head_bytes = static_cast<size_t>(x_head) * sizeof(float);
   if (at != GgmlType::F32) {
     // Quantize every (token, head) row once: rows [T][H] of n_in elements.
+    ProfScope ps(ctx.prof, Stage::kQuantizeAct);
     head_bytes = ggml_row_size(at, n_in);
     uint8_t* q = ctx.arena.alloc_bytes(head_bytes * static_cast<size_t>(T * H));
     ctx.parallel_for(T * H, [&](int64_t i0, int64_t i1) {

@@ -147,6 +147,10 @@ struct ForwardCtx {
   // Calls f(begin, end) on each thread with its share of [0, n).
   template <class F>
   void parallel_for(int64_t n, F&& f) {
+    if (n <= 1) {  // one row (single-sequence decode): no thread hand-off
+      if (n == 1) f(int64_t{0}, int64_t{1});
+      return;
+    }
     auto body = [&f, n](int ith, int nth) {
       int64_t b = 0, e = 0;
       ThreadPool::split(n, ith, nth, &b, &e);

@@ -158,9 +158,10 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
 
   DS_RETURN_IF_ERROR(read_to(r, "expert_count", &hp->n_expert, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "expert_used_count", &hp->n_expert_used, true, 0, 1));
-  DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, false, 0, 0));
+  // Required, as the reference requires them (a missing scale must not silently become 1).
+  DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
-  DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, &hp->expert_weights_scale));
+  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
   DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
   int gating = 0;
   DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, false, 0, 0));

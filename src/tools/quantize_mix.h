@@ -6,8 +6,9 @@
 //     ffn_gate_inp stay F32;
 //   - the output head (or token_embd when the head is tied) gets Q6_K, except under Q8_0;
 //   - Q4_K_M: Q6_K for attn_v and ffn_down* in the "more bits" layers (the first and
-//     last eighth, and every third in between); models with 8 experts get Q5_K attn_output
-//     and Q8_0 attn_v; the legacy MLA attn_kv_b gets Q8_0;
+//     last eighth, and every third in between);
+//   - both K mixtures: models with 8 experts get Q5_K attn_output and Q8_0 attn_v, and the
+//     legacy MLA attn_kv_b gets Q8_0 (as in ../shared/refdata/tiny-dsv2-legacy-Q4_K_M);
 //   - rows not a multiple of 256 fall back Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and
 //     rows not a multiple of 32 to F16.
 #pragma once

@@ -11,10 +11,13 @@
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
 // keeps every layer's output of the order of its input: the model runs stably.
+#include <algorithm>
+#include <cinttypes>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,17 +38,19 @@ struct SynthOptions {
   int64_t n_layers = 0;  // 0: the shape's
   uint64_t seed = 42;
   int n_threads = 0;
+  bool dry_run = false;  // print what would be written, write nothing
   std::vector<std::string> sets;
 };
 
 void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: ds-cli synth --shape NAME --out FILE [--type TYPE] [--layers N] [--seed S]\n"
-               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N]\n"
+               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N] [--dry-run]\n"
                "  Writes a random-weight GGUF model of a named shape. TYPE: %s\n"
                "  (default Q4_K_M). --layers overrides block_count; --set overrides any hyper-parameter\n"
                "  (KEY without a namespace means <arch>.KEY, e.g. --set expert_count=32). --vocab copies\n"
                "  the tokenizer of a GGUF file; without it a small byte-level BPE vocabulary is trained.\n"
+               "  --dry-run prints the parameter count, file size and tensor types and writes nothing.\n"
                "shapes:\n",
                quant_mix_names());
   for (const auto& s : synth_shapes()) std::fprintf(out, "  %-22s %s\n", s.name, s.summary);
@@ -115,6 +120,46 @@ Status build_metadata(const SynthOptions& o, GgufWriter* w, bool* rope_freqs) {
   return synth_finalize_metadata(w, *n_vocab);
 }
 
+void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlType>& types, uint64_t size) {
+  double params = 0.0;
+  std::map<std::string, std::pair<int, double>> by_type;  // name -> (count, elements)
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    double n = 1.0;
+    for (int64_t d : tensors[k].ne) n *= static_cast<double>(d);
+    params += n;
+    auto& e = by_type[ggml_type_name(types[k])];
+    e.first += 1;
+    e.second += n;
+  }
+  std::printf("tensors: %zu\nparameters: %.0f\nfile size: %" PRIu64 " bytes (%s)\n", tensors.size(), params, size,
+              human_bytes(static_cast<double>(size)).c_str());
+  for (const auto& [name, e] : by_type) std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
+}
+
+// Generates one tensor row by row (seeded per row, see the top of the file) and streams
+// it, quantized, into w.
+Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const SynthOptions& o, float rope_base) {
+  int64_t n_rows = 1;
+  for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
+  const uint64_t tensor_seed = o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name);
+  auto source = [&](int64_t r0, int64_t nr, float* out) {
+    for (int64_t r = 0; r < nr; ++r) {
+      float* row = out + r * t.ne[0];
+      switch (t.init) {
+        case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
+        case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
+        case SynthInit::kNormal: {
+          uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
+          fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
+          break;
+        }
+      }
+    }
+    return Status::ok();
+  };
+  return stream_tensor(w, {t.name, type, t.ne[0], n_rows}, source, o.n_threads);
+}
+
 Status synth_model(const SynthOptions& o) {
   GgufWriter w;
   bool rope_freqs = false;
@@ -129,36 +174,23 @@ Status synth_model(const SynthOptions& o) {
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
   }
   const uint64_t size = w.file_size();
+  if (o.dry_run) {
+    print_plan(*tensors, types, size);
+    return Status::ok();
+  }
   const bool verbose = size > (uint64_t{256} << 20);
   std::fprintf(stderr, "synth %s (%s, %zu tensors, %s) -> %s\n", o.shape.c_str(), quant_mix_name(o.mix),
                tensors->size(), human_bytes(static_cast<double>(size)).c_str(), o.out.c_str());
   DS_RETURN_IF_ERROR(w.begin(o.out));
   const auto start = std::chrono::steady_clock::now();
-  const float rope_base = static_cast<float>(w.find(arch + ".rope.freq_base") ? w.find(arch + ".rope.freq_base")->f : 10000.0);
+  const GgufValue* base = w.find(arch + ".rope.freq_base");
+  const float rope_base = base && base->is_float() ? static_cast<float>(base->f) : 10000.0f;
   for (size_t k = 0; k < tensors->size(); ++k) {
     const SynthTensor& t = (*tensors)[k];
-    int64_t n_rows = 1;
-    for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
     if (verbose) {
       std::fprintf(stderr, "[%4zu/%zu] %-36s %-4s\n", k + 1, tensors->size(), t.name.c_str(), ggml_type_name(types[k]));
     }
-    const uint64_t tensor_seed = o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name);
-    auto source = [&](int64_t r0, int64_t nr, float* out) {
-      for (int64_t r = 0; r < nr; ++r) {
-        float* row = out + r * t.ne[0];
-        switch (t.init) {
-          case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
-          case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
-          case SynthInit::kNormal: {
-            uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
-            fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
-            break;
-          }
-        }
-      }
-      return Status::ok();
-    };
-    const Status s = stream_tensor(&w, {t.name, types[k], t.ne[0], n_rows}, source, o.n_threads);
+    const Status s = write_tensor(&w, t, types[k], o, rope_base);
     if (!s.is_ok()) {
       w.abort();
       return s;
@@ -182,6 +214,10 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
     if (a == "--help" || a == "-h") {
       print_usage(stdout);
       return -1;
+    }
+    if (a == "--dry-run") {
+      o->dry_run = true;
+      continue;
     }
     if (a != "--shape" && a != "--out" && a != "--type" && a != "--layers" && a != "--seed" && a != "--vocab" &&
         a != "--set" && a != "--threads") {
@@ -210,7 +246,7 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
       else o->n_threads = static_cast<int>(n);
     }
   }
-  if (o->shape.empty() || o->out.empty()) {
+  if (o->shape.empty() || (o->out.empty() && !o->dry_run)) {
     print_usage(stderr);
     return 2;
   }

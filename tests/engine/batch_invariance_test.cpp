@@ -39,7 +39,14 @@ std::vector<float> solo(Runner& r, const std::vector<int32_t>& toks) {
   return out;
 }
 
-bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, static_cast<size_t>(n) * 4) == 0; }
+// Bitwise equality; on a mismatch, the first differing element is reported.
+testing::AssertionResult same_bits(const float* a, const float* b, int64_t n) {
+  if (std::memcmp(a, b, static_cast<size_t>(n) * 4) == 0) return testing::AssertionSuccess();
+  int64_t i = 0;
+  while (std::memcmp(a + i, b + i, 4) == 0) ++i;
+  return testing::AssertionFailure() << "first difference at element " << i << ": " << a[i] << " vs " << b[i]
+                                     << " (batched vs alone)";
+}
 
 struct Case {
   RefModel model;

@@ -191,5 +191,37 @@ TEST(EngineApi, ProfilingAttributesStepTime) {
   for (const auto& [stage, s] : e->profile()) EXPECT_EQ(s, 0.0) << stage;
 }
 
+TEST(RunnerScratch, FullBatchFitsTheScratchOfEveryModel) {
+  // A step of max_batch_tokens rows (4 sequences, every row's logits) stays inside the
+  // arena sized at load; an overflow would abort the process.
+  for (const RefModel& m : ref_models()) {
+    auto r = make_runner(m.name, &kern(), GgmlType::F32, 4, 2, 200);
+    ASSERT_TRUE(r);
+    const auto toks = ref_tokens(m.name);
+    std::vector<SeqChunk> chunks;
+    for (int s = 0; s < 4; ++s) {
+      ASSERT_TRUE(r->kv().reserve(s, 50).is_ok());
+      chunks.push_back({.seq_id = s, .tokens = std::span(toks.data() + s, 50), .pos0 = 0, .all_logits = true});
+    }
+    std::vector<float> logits(static_cast<size_t>(200 * r->model().hp().n_vocab));
+    ASSERT_TRUE(r->step(chunks, logits.data()).is_ok());
+    EXPECT_LE(r->scratch_high_water(), r->scratch_capacity());
+    EXPECT_GT(r->scratch_high_water(), r->scratch_capacity() / 8) << m.name << ": scratch estimate far too large";
+    std::printf("[%s] scratch %zu of %zu bytes\n", m.name.c_str(), r->scratch_high_water(), r->scratch_capacity());
+
+    // And a runner sized for single-token steps (fixed per-allocation overheads dominate).
+    auto r1 = make_runner(m.name, &kern(), GgmlType::F32, 1, 2, 1);
+    ASSERT_TRUE(r1);
+    ASSERT_TRUE(r1->kv().reserve(0, 4).is_ok());
+    for (int p = 0; p < 4; ++p) {
+      const SeqChunk c{.seq_id = 0, .tokens = std::span(toks.data() + p, 1), .pos0 = p};
+      ASSERT_TRUE(r1->step(std::span(&c, 1), logits.data()).is_ok());
+    }
+    EXPECT_LE(r1->scratch_high_water(), r1->scratch_capacity());
+    std::printf("[%s] one-token scratch %zu of %zu bytes\n", m.name.c_str(), r1->scratch_high_water(),
+                r1->scratch_capacity());
+  }
+}
+
 }  // namespace
 }  // namespace ds::test

@@ -147,7 +147,8 @@ std::string load_error(const std::string& path) {
 
 TEST(HParams, MissingRequiredKeyIsNamed) {
   for (const char* key : {"deepseek2.attention.kv_lora_rank", "deepseek2.expert_count",
-                          "deepseek2.leading_dense_block_count", "deepseek2.attention.layer_norm_rms_epsilon"}) {
+                          "deepseek2.leading_dense_block_count", "deepseek2.attention.layer_norm_rms_epsilon",
+                          "deepseek2.expert_weights_scale", "deepseek2.expert_shared_count"}) {
     const TempModel p = rewrite("tiny-dsv3-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
     EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
   }

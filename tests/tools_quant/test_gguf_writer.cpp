@@ -138,6 +138,11 @@ TEST(GgufWriter, Errors) {
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {4}).is_ok());  // duplicate
   EXPECT_FALSE(w.write_data("abcd", 4).is_ok());                 // before begin
   EXPECT_FALSE(w.begin("/nonexistent-dir/x.gguf").is_ok());
+  GgufWriter bad_align;
+  bad_align.set("general.alignment", gguf_u32(48));
+  EXPECT_FALSE(bad_align.begin("/tmp/never-written.gguf").is_ok());
+  bad_align.set("general.alignment", gguf_f32(32.0f));
+  EXPECT_FALSE(bad_align.begin("/tmp/never-written.gguf").is_ok());
 
   const std::string dir = test::make_temp_dir("writer-err");
   ASSERT_TRUE(w.begin(dir + "/x.gguf").is_ok());
@@ -185,6 +190,12 @@ TEST(GgufWriter, NestedArrayEncoding) {
   EXPECT_EQ(u32(p + 28), 7u);
   EXPECT_EQ(u32(p + 32), 8u);
   EXPECT_EQ(b.size(), 96u);    // 69 bytes padded to 32
+  auto f = GgufFile::open(dir + "/n.gguf");  // and the reader reads the same encoding
+  ASSERT_TRUE(f) << f.message();
+  const GgufValue* n = (*f)->find("n");
+  ASSERT_NE(n, nullptr);
+  ASSERT_EQ(n->arr_nested.size(), 1u);
+  EXPECT_EQ(n->arr_nested[0].arr_int, (std::vector<int64_t>{7, 8}));
   std::filesystem::remove_all(dir);
 }
 }  // namespace

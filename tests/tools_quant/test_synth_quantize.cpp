@@ -210,6 +210,7 @@ TEST_F(ToolsTest, SynthBadArgumentsFailCleanly) {
   EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + out + " --set expert_count=0"), 1);
   EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + out + " --set embedding_length=0"), 1);
   EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --vocab /nonexistent.gguf"), 1);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out " + out + " --set general.alignment=48"), 1);
   EXPECT_EQ(run(cli() + " synth --shape tiny-llama --out /nonexistent-dir/x.gguf"), 1);
   EXPECT_FALSE(std::filesystem::exists(out));
 }
@@ -268,6 +269,59 @@ TEST_F(ToolsTest, QuantizeKeepsMetadataAndPicksTypes) {
   }
 }
 
+TEST_F(ToolsTest, QuantizeFromBF16) {
+  auto in = synth("tiny-llama", "BF16", "--layers 2");
+  ASSERT_TRUE(in);
+  EXPECT_EQ(type_of(*in, "blk.0.attn_q.weight"), GgmlType::BF16);
+  const std::string out = path("from-bf16.gguf");
+  ASSERT_EQ(run(cli() + " quantize " + path("tiny-llama-BF16.gguf") + " " + out + " q4_k_m --threads 1"), 0);
+  auto q = open(out);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(type_of(*q, "blk.0.attn_q.weight"), GgmlType::Q4_K);
+  EXPECT_EQ(type_of(*q, "blk.1.attn_v.weight"), GgmlType::Q6_K);  // 2 layers: 7*2/8 = 1 -> more bits
+  EXPECT_EQ(type_of(*q, "output.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(key_int(*q, "general.file_type"), 15);
+}
+
+// A split F32 model (two shards written with GgufWriter) quantizes into one file that
+// holds every tensor and no split.* keys.
+TEST_F(ToolsTest, QuantizeSplitInputToOneFile) {
+  auto in = synth("tiny-qwen2", "F32", "--layers 1");
+  ASSERT_TRUE(in);
+  const auto& tensors = in->tensors();
+  const size_t half = tensors.size() / 2;
+  for (int shard = 0; shard < 2; ++shard) {
+    GgufWriter w;
+    if (shard == 0) {
+      for (const auto& [key, value] : in->metadata()) w.set(key, value);
+    }
+    GgufValue no;
+    no.type = GgufValueType::UINT16;
+    no.u = no.i = shard;
+    w.set("split.no", no);
+    GgufValue count = no;
+    count.u = count.i = 2;
+    w.set("split.count", count);
+    w.set("split.tensors.count", gguf_i32(static_cast<int32_t>(tensors.size())));
+    const size_t a = shard == 0 ? 0 : half, b = shard == 0 ? half : tensors.size();
+    for (size_t k = a; k < b; ++k) {
+      ASSERT_TRUE(w.add_tensor(tensors[k].name, tensors[k].type,
+                               std::vector<int64_t>(tensors[k].ne, tensors[k].ne + tensors[k].n_dims)).is_ok());
+    }
+    ASSERT_TRUE(w.begin(path("split-0000" + std::to_string(shard + 1) + "-of-00002.gguf")).is_ok());
+    for (size_t k = a; k < b; ++k) ASSERT_TRUE(w.write_data(tensors[k].data, tensors[k].nbytes).is_ok());
+    ASSERT_TRUE(w.finish().is_ok());
+  }
+  const std::string out = path("joined.gguf");
+  ASSERT_EQ(run(cli() + " quantize " + path("split-00001-of-00002.gguf") + " " + out + " Q8_0"), 0);
+  auto q = open(out);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->tensors().size(), tensors.size());
+  EXPECT_EQ(q->shard_paths().size(), 1u);
+  EXPECT_FALSE(q->has("split.count"));
+  EXPECT_EQ(type_of(*q, tensors.back().name), GgmlType::Q8_0);  // a tensor from shard 2
+}
+
 TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   const std::string out = path("out.gguf");
   // already quantized
@@ -304,6 +358,45 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// Runs a command and returns its stdout.
+std::string capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+double field(const std::string& text, const std::string& name) {
+  const size_t at = text.find(name + ": ");
+  return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + name.size() + 2);
+}
+
+// The real-dimension shapes match the published models: total parameter counts (no MTP
+// layer) and, for V3 at Q4_K_M, the ~377 GiB of ../shared/SPEC.md. Dry runs write nothing.
+TEST_F(ToolsTest, RealShapesHaveThePublishedSizes) {
+  struct Want {
+    const char* shape;
+    double params_lo, params_hi;
+  };
+  for (const Want w : {Want{"v3", 670e9, 672e9}, Want{"v2-lite", 15.6e9, 15.8e9},
+                       Want{"r1-distill-llama-8b", 8.00e9, 8.06e9}, Want{"r1-distill-qwen-1.5b", 1.76e9, 1.79e9},
+                       Want{"moe-bench", 3.3e9, 3.5e9}}) {
+    const std::string out = capture(cli() + " synth --dry-run --shape " + w.shape + " --out " + path("dry.gguf"));
+    const double params = field(out, "parameters");
+    EXPECT_GE(params, w.params_lo) << w.shape << "\n" << out;
+    EXPECT_LE(params, w.params_hi) << w.shape;
+    if (std::string(w.shape) == "v3") {
+      const double gib = field(out, "file size") / (1024.0 * 1024 * 1024);
+      EXPECT_NEAR(gib, 377.0, 2.0);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("dry.gguf")));
+}
+
 // The self-made vocabulary works with the project's tokenizer: text round-trips, merges
 // compress ordinary English, special tokens are single ids.
 TEST_F(ToolsTest, SynthVocabularyTokenizes) {
@@ -322,6 +415,41 @@ TEST_F(ToolsTest, SynthVocabularyTokenizes) {
   auto chat = (*tok)->encode("<\xEF\xBD\x9CUser\xEF\xBD\x9C>hi<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>", false);
   ASSERT_TRUE(chat.is_ok());
   EXPECT_EQ((*chat)[0], static_cast<int32_t>(f->find("tokenizer.ggml.tokens")->arr_str.size()) - 4);
+}
+
+// Synth models run: the engine loads every tiny shape and computes finite logits of a
+// sensible size (random weights with N(0, 0.02) and unit norms keep activations bounded).
+TEST_F(ToolsTest, SynthModelsRunStably) {
+  const std::string tokens = path("tokens.json");
+  {
+    std::ofstream j(tokens);
+    j << "{\"tokens\": [1, 17, 300, 42, 99, 5, 250, 7, 8, 400, 12, 13]}";
+  }
+  for (const char* shape : {"tiny-llama", "tiny-qwen2", "tiny-dsv2", "tiny-dsv3"}) {
+    auto f = synth(shape, "Q4_K_M");
+    ASSERT_TRUE(f);
+    const std::string model = path(std::string(shape) + "-Q4_K_M.gguf");
+    const std::string logits = path("logits.f32");
+    ASSERT_EQ(run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
+        << shape;
+    const auto bytes = test::read_file_bytes(logits);
+    const int64_t n_vocab = static_cast<int64_t>(f->find("tokenizer.ggml.tokens")->arr_str.size());
+    ASSERT_EQ(bytes.size(), 12u * static_cast<size_t>(n_vocab) * sizeof(float)) << shape;
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    double sum = 0.0, sum_sq = 0.0, amax = 0.0;
+    for (float x : v) {
+      ASSERT_TRUE(std::isfinite(x)) << shape;
+      sum += x;
+      sum_sq += static_cast<double>(x) * x;
+      amax = std::max(amax, static_cast<double>(std::fabs(x)));
+    }
+    const double mean = sum / static_cast<double>(v.size());
+    const double sd = std::sqrt(sum_sq / static_cast<double>(v.size()) - mean * mean);
+    std::printf("%s: logits sd %.3f, max |logit| %.2f\n", shape, sd, amax);
+    EXPECT_GT(sd, 0.01) << shape;   // logits vary (measured sd 0.31-0.32, max 1.2)
+    EXPECT_LT(amax, 50.0) << shape;  // and stay bounded
+  }
 }
 
 // Seeded byte mutations of a valid model: quantize (and synth --vocab) must exit 0 or 1,
