@@ -14,10 +14,10 @@ constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
 void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 
-// matmul_gemv.cpp: activation row t against weight rows [row_begin, row_end) 4 at a
-// time; returns the first row not computed (fewer than 4 remain). Bit-identical to matmul
-// ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
+// matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) 4 at a
+// time (decode, a few tokens); returns the first row not computed (fewer than 4 remain).
+// Bit-identical to matmul ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
 bool gemv_supported(GgmlType t);
-int64_t gemv_rows(const MatmulArgs& m, int64_t t);
+int64_t gemv_rows(const MatmulArgs& m);
 
 }  // namespace ds::avx512

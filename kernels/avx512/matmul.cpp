@@ -196,18 +196,13 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
 void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
-  if (m.n_tok < kTileToks && gemv_supported(m.wtype)) {
-    // Decode: each activation row against 4 weight rows per pass (matmul_gemv.cpp), the
-    // last rows by the tile loop; both bit-identical per output ([KQUANT_EXACT]).
-    for (int64_t t = 0; t < m.n_tok; ++t) {
-      MatmulArgs rest = m;
-      rest.row_begin = gemv_rows(m, t);
-      if (rest.row_begin == rest.row_end) continue;
-      rest.act = static_cast<const uint8_t*>(m.act) + t * m.act_row_stride;
-      rest.out = m.out + t * m.out_stride;
-      rest.n_tok = 1;
-      fn(rest);
-    }
+  if (m.n_tok == 1 && gemv_supported(m.wtype)) {
+    // Decode: 4 weight rows per pass (matmul_gemv.cpp), the last rows by the tile loop;
+    // both bit-identical per output ([KQUANT_EXACT]). 2 and 3 tokens stay on the tile
+    // loop, which unpacks each block once for all of them (not measured against GEMV).
+    MatmulArgs rest = m;
+    rest.row_begin = gemv_rows(m);
+    if (rest.row_begin < rest.row_end) fn(rest);
     return;
   }
   // Panels gather the 16 rows with 32-bit offsets: 15 row strides must fit.

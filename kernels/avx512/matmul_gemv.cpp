@@ -114,10 +114,12 @@ Gemv4Fn gemv4_fn(GgmlType t) {
 
 bool gemv_supported(GgmlType t) { return gemv4_fn(t) != nullptr; }
 
-int64_t gemv_rows(const MatmulArgs& m, int64_t t) {
+int64_t gemv_rows(const MatmulArgs& m) {
   const Gemv4Fn fn = gemv4_fn(m.wtype);
   int64_t r = m.row_begin;
-  for (; r + kRows <= m.row_end; r += kRows) fn(m, t, r);
+  // Tokens inside the row loop: the 4 rows stay in L1 while each token passes.
+  for (; r + kRows <= m.row_end; r += kRows)
+    for (int64_t t = 0; t < m.n_tok; ++t) fn(m, t, r);
   return r;
 }
 
