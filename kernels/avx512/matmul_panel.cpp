@@ -316,48 +316,25 @@ struct P32Q8_0 {
     p.d = half_lo(gather_dwords(b, vidx));
   }
 };
-struct P32Q4_0 {
-  using WB = BlockQ4_0;
-  static constexpr int kOff = 8;
-  static constexpr bool kMin = false;
+// Q4_0, Q5_0 (offset 8, 16) and Q4_1, Q5_1 (min m): nibbles, 5th bits when kQh, and the
+// block's d (and m) from its first dword.
+template <class WB_, int kOff_, bool kMin_, bool kQh>
+struct P32Nibbles {
+  using WB = WB_;
+  static constexpr int kOff = kOff_;
+  static constexpr bool kMin = kMin_;
   static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
-    nibbles_panel(b + offsetof(BlockQ4_0, qs), vidx, p);
-    p.d = half_lo(gather_dwords(b, vidx));
-  }
-};
-struct P32Q5_0 {
-  using WB = BlockQ5_0;
-  static constexpr int kOff = 16;
-  static constexpr bool kMin = false;
-  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
-    nibbles_panel(b + offsetof(BlockQ5_0, qs), vidx, p);
-    fifth_bits_panel(b + offsetof(BlockQ5_0, qh), vidx, p);
-    p.d = half_lo(gather_dwords(b, vidx));
-  }
-};
-struct P32Q4_1 {
-  using WB = BlockQ4_1;
-  static constexpr int kOff = 0;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
-    nibbles_panel(b + offsetof(BlockQ4_1, qs), vidx, p);
+    nibbles_panel(b + offsetof(WB, qs), vidx, p);
+    if constexpr (kQh) fifth_bits_panel(b + offsetof(WB, qh), vidx, p);
     const __m512i dm = gather_dwords(b, vidx);
     p.d = half_lo(dm);
-    p.m = half_hi(dm);
+    if constexpr (kMin) p.m = half_hi(dm);
   }
 };
-struct P32Q5_1 {
-  using WB = BlockQ5_1;
-  static constexpr int kOff = 0;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t* b, __m512i vidx, Panel32& p) {
-    nibbles_panel(b + offsetof(BlockQ5_1, qs), vidx, p);
-    fifth_bits_panel(b + offsetof(BlockQ5_1, qh), vidx, p);
-    const __m512i dm = gather_dwords(b, vidx);
-    p.d = half_lo(dm);
-    p.m = half_hi(dm);
-  }
-};
+using P32Q4_0 = P32Nibbles<BlockQ4_0, 8, false, false>;
+using P32Q5_0 = P32Nibbles<BlockQ5_0, 16, false, true>;
+using P32Q4_1 = P32Nibbles<BlockQ4_1, 0, true, false>;
+using P32Q5_1 = P32Nibbles<BlockQ5_1, 0, true, true>;
 
 // Sum of the 32 int8 quants of an activation block: SAD of the biased bytes.
 inline int act_sum(const int8_t* qs) {
