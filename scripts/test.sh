@@ -15,6 +15,6 @@ export DS_SHARED=$(cd "$shared" && pwd)
 
 scripts/setup.sh
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON -DDS_BUILD_TESTS=ON -DDS_BUILD_BENCH=ON
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"

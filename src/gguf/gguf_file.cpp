@@ -153,11 +153,9 @@ struct GgufParser {
         break;
       case GgufValueType::ARRAY:
         v->arr_nested.resize(n);
+        // Each element is itself {u32 element type, u64 count, values}: no per-element tag.
         for (uint64_t k = 0; k < n; ++k) {
-          GgufValueType et;
-          DS_RETURN_IF_ERROR(read_type(&et, key));
-          if (et != GgufValueType::ARRAY) return fail(key + ": nested array element is not an array", pos - 4);
-          DS_RETURN_IF_ERROR(read_value(et, &v->arr_nested[k], key, depth + 1));
+          DS_RETURN_IF_ERROR(read_value(GgufValueType::ARRAY, &v->arr_nested[k], key, depth + 1));
         }
         break;
       default:

@@ -11,6 +11,7 @@
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
 // keeps every layer's output of the order of its input: the model runs stably.
+#include <algorithm>
 #include <cinttypes>
 #include <chrono>
 #include <cmath>
@@ -135,6 +136,30 @@ void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlT
   for (const auto& [name, e] : by_type) std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
 }
 
+// Generates one tensor row by row (seeded per row, see the top of the file) and streams
+// it, quantized, into w.
+Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const SynthOptions& o, float rope_base) {
+  int64_t n_rows = 1;
+  for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
+  const uint64_t tensor_seed = o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name);
+  auto source = [&](int64_t r0, int64_t nr, float* out) {
+    for (int64_t r = 0; r < nr; ++r) {
+      float* row = out + r * t.ne[0];
+      switch (t.init) {
+        case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
+        case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
+        case SynthInit::kNormal: {
+          uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
+          fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
+          break;
+        }
+      }
+    }
+    return Status::ok();
+  };
+  return stream_tensor(w, {t.name, type, t.ne[0], n_rows}, source, o.n_threads);
+}
+
 Status synth_model(const SynthOptions& o) {
   GgufWriter w;
   bool rope_freqs = false;
@@ -158,31 +183,14 @@ Status synth_model(const SynthOptions& o) {
                tensors->size(), human_bytes(static_cast<double>(size)).c_str(), o.out.c_str());
   DS_RETURN_IF_ERROR(w.begin(o.out));
   const auto start = std::chrono::steady_clock::now();
-  const float rope_base = static_cast<float>(w.find(arch + ".rope.freq_base") ? w.find(arch + ".rope.freq_base")->f : 10000.0);
+  const GgufValue* base = w.find(arch + ".rope.freq_base");
+  const float rope_base = base && base->is_float() ? static_cast<float>(base->f) : 10000.0f;
   for (size_t k = 0; k < tensors->size(); ++k) {
     const SynthTensor& t = (*tensors)[k];
-    int64_t n_rows = 1;
-    for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
     if (verbose) {
       std::fprintf(stderr, "[%4zu/%zu] %-36s %-4s\n", k + 1, tensors->size(), t.name.c_str(), ggml_type_name(types[k]));
     }
-    const uint64_t tensor_seed = o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name);
-    auto source = [&](int64_t r0, int64_t nr, float* out) {
-      for (int64_t r = 0; r < nr; ++r) {
-        float* row = out + r * t.ne[0];
-        switch (t.init) {
-          case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
-          case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
-          case SynthInit::kNormal: {
-            uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
-            fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
-            break;
-          }
-        }
-      }
-      return Status::ok();
-    };
-    const Status s = stream_tensor(&w, {t.name, types[k], t.ne[0], n_rows}, source, o.n_threads);
+    const Status s = write_tensor(&w, t, types[k], o, rope_base);
     if (!s.is_ok()) {
       w.abort();
       return s;

@@ -39,10 +39,10 @@ GgufBuilder valid_file(uint32_t version = 3) {
   b.str("k.f64").put<uint32_t>(12).put<double>(0.25);
   b.str("k.strs").put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(3).str("a").str("").str("c c");
   b.str("k.ints").put<uint32_t>(9).put<uint32_t>(5).put<uint64_t>(2).put<int32_t>(3).put<int32_t>(-4);
-  // array of 2 arrays: [u8 x2] and [f32 x1]
+  // array of 2 arrays: [u8 x2] and [f32 x1]; each element is {elem type, count, values}
   b.str("k.nested").put<uint32_t>(9).put<uint32_t>(9).put<uint64_t>(2);
-  b.put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(2).put<uint8_t>(1).put<uint8_t>(2);
-  b.put<uint32_t>(9).put<uint32_t>(6).put<uint64_t>(1).put<float>(2.0f);
+  b.put<uint32_t>(0).put<uint64_t>(2).put<uint8_t>(1).put<uint8_t>(2);
+  b.put<uint32_t>(6).put<uint64_t>(1).put<float>(2.0f);
   b.kv_u32("general.alignment", 32);
   b.kv_str("k.str", "hello");
   b.tensor("a", {4, 2}, 0, 0);    // F32 4x2 = 32 bytes

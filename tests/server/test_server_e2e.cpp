@@ -230,11 +230,18 @@ TEST_F(ServerE2E, ClientHangingUpMidStreamIsCancelled) {
   const json req = {{"prompt", "Tell me a long story"}, {"n_predict", 400}, {"ignore_eos", true}, {"stream", true}};
   EXPECT_EQ(stream_then_hang_up(port(), "/completion", req.dump(), 3), 3);
   expect_idle_kv(port());
+  for (int i = 0; i < 100 && metric(port(), "ds_client_disconnects_total") < disconnects + 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
   EXPECT_EQ(metric(port(), "ds_client_disconnects_total"), disconnects + 1);
   // Non-streaming: the client leaves while the generation runs.
   const json req2 = {{"prompt", "Tell me a long story"}, {"n_predict", 400}, {"ignore_eos", true}};
   EXPECT_EQ(stream_then_hang_up(port(), "/completion", req2.dump(), 0), 0);
   expect_idle_kv(port());
+  for (int i = 0; i < 100 && metric(port(), "ds_client_disconnects_total") < disconnects + 2; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(metric(port(), "ds_client_disconnects_total"), disconnects + 2);
   EXPECT_EQ(post(port(), "/completion", {{"prompt", "still there?"}, {"n_predict", 4}})["stop"], true);
 }
 

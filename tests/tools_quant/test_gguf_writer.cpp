@@ -190,6 +190,12 @@ TEST(GgufWriter, NestedArrayEncoding) {
   EXPECT_EQ(u32(p + 28), 7u);
   EXPECT_EQ(u32(p + 32), 8u);
   EXPECT_EQ(b.size(), 96u);    // 69 bytes padded to 32
+  auto f = GgufFile::open(dir + "/n.gguf");  // and the reader reads the same encoding
+  ASSERT_TRUE(f) << f.message();
+  const GgufValue* n = (*f)->find("n");
+  ASSERT_NE(n, nullptr);
+  ASSERT_EQ(n->arr_nested.size(), 1u);
+  EXPECT_EQ(n->arr_nested[0].arr_int, (std::vector<int64_t>{7, 8}));
   std::filesystem::remove_all(dir);
 }
 }  // namespace

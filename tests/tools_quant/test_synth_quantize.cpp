@@ -417,6 +417,41 @@ TEST_F(ToolsTest, SynthVocabularyTokenizes) {
   EXPECT_EQ((*chat)[0], static_cast<int32_t>(f->find("tokenizer.ggml.tokens")->arr_str.size()) - 4);
 }
 
+// Synth models run: the engine loads every tiny shape and computes finite logits of a
+// sensible size (random weights with N(0, 0.02) and unit norms keep activations bounded).
+TEST_F(ToolsTest, SynthModelsRunStably) {
+  const std::string tokens = path("tokens.json");
+  {
+    std::ofstream j(tokens);
+    j << "{\"tokens\": [1, 17, 300, 42, 99, 5, 250, 7, 8, 400, 12, 13]}";
+  }
+  for (const char* shape : {"tiny-llama", "tiny-qwen2", "tiny-dsv2", "tiny-dsv3"}) {
+    auto f = synth(shape, "Q4_K_M");
+    ASSERT_TRUE(f);
+    const std::string model = path(std::string(shape) + "-Q4_K_M.gguf");
+    const std::string logits = path("logits.f32");
+    ASSERT_EQ(run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
+        << shape;
+    const auto bytes = test::read_file_bytes(logits);
+    const int64_t n_vocab = static_cast<int64_t>(f->find("tokenizer.ggml.tokens")->arr_str.size());
+    ASSERT_EQ(bytes.size(), 12u * static_cast<size_t>(n_vocab) * sizeof(float)) << shape;
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    double sum = 0.0, sum_sq = 0.0, amax = 0.0;
+    for (float x : v) {
+      ASSERT_TRUE(std::isfinite(x)) << shape;
+      sum += x;
+      sum_sq += static_cast<double>(x) * x;
+      amax = std::max(amax, static_cast<double>(std::fabs(x)));
+    }
+    const double mean = sum / static_cast<double>(v.size());
+    const double sd = std::sqrt(sum_sq / static_cast<double>(v.size()) - mean * mean);
+    std::printf("%s: logits sd %.3f, max |logit| %.2f\n", shape, sd, amax);
+    EXPECT_GT(sd, 0.01) << shape;   // logits vary (measured sd 0.31-0.32, max 1.2)
+    EXPECT_LT(amax, 50.0) << shape;  // and stay bounded
+  }
+}
+
 // Seeded byte mutations of a valid model: quantize (and synth --vocab) must exit 0 or 1,
 // never die by a signal; the reader's validation and the NaN check carry this.
 TEST_F(ToolsTest, MutatedInputsNeverCrash) {
