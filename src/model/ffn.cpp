@@ -28,8 +28,15 @@ void dense_ffn(ForwardCtx& ctx, ActRows& a, const Mat& gate, const Mat& up, cons
   const int64_t T = a.n_rows(), F = gate.n_out;
   float* g = ctx.arena.alloc<float>(T * F);
   float* u = ctx.arena.alloc<float>(T * F);
-  matmul(ctx, gate, a, g, F);
-  matmul(ctx, up, a, u, F);
+  {  // gate and up in one parallel pass over the once-quantized rows: one synchronization
+    size_t sg = 0, su = 0;
+    const void* ag = a.get(gate.type, &sg);
+    const void* au = a.get(up.type, &su);
+    const MatJob jobs[2] = {{gate, ag, sg, T, g, F}, {up, au, su, T, u, F}};
+    const size_t mark = ctx.arena.mark();
+    ctx.matmul_jobs(jobs, 2);
+    ctx.arena.reset(mark);
+  }
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) { ctx.kt.silu_mul(g + t0 * F, u + t0 * F, g + t0 * F, (t1 - t0) * F); });
   ActRows b(ctx, g, T, F, F);
   matmul(ctx, down, b, out, down.n_out);
@@ -45,7 +52,7 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
   s += act_bytes(TK, E) * 2;                      // gathered rows for gate and up
   s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);   // gate/up outputs, quantized for down
   s += floats(TK * E);                            // expert outputs
-  s += static_cast<size_t>(2 * X) * sizeof(MatJob) + 2 * floats(2 * X + 1) + kAlign;  // jobs, item offsets
+  s += static_cast<size_t>(2 * X + 2) * sizeof(MatJob) + 2 * floats(2 * X + 3) + kAlign;  // jobs, item offsets
   if (hp.n_expert_shared > 0) s += floats(T * E) + dense_ffn_scratch(T, E, Fe * hp.n_expert_shared);
   return s;
 }
@@ -126,9 +133,32 @@ int expert_jobs(const ExpertMats& w, const Routing& r, int X, const uint8_t* act
   return n;
 }
 
-// silu(gate x) * up x for every sorted (token, slot) row: [TK][Fe].
+// The shared experts' intermediate rows [T][F] (silu(gate x) * up x), F = 0 without them.
+struct SharedRows {
+  float* g = nullptr;
+  int64_t F = 0;
+};
+
+// Adds the shared experts' gate and up products over x (unsorted rows) to `jobs`.
+int shared_gate_up_jobs(ForwardCtx& ctx, const LayerWeights& lw, ActRows& ax, SharedRows* sh, float** su,
+                        MatJob* jobs) {
+  if (!lw.gate_shexp) return 0;
+  const int64_t T = ax.n_rows();
+  sh->F = lw.gate_shexp.n_out;
+  sh->g = ctx.arena.alloc<float>(T * sh->F);
+  *su = ctx.arena.alloc<float>(T * sh->F);
+  size_t sg = 0, sb = 0;
+  const void* ag = ax.get(lw.gate_shexp.type, &sg);
+  const void* au = ax.get(lw.up_shexp.type, &sb);
+  jobs[0] = MatJob{lw.gate_shexp, ag, sg, T, sh->g, sh->F};
+  jobs[1] = MatJob{lw.up_shexp, au, sb, T, *su, sh->F};
+  return 2;
+}
+
+// silu(gate x) * up x for every sorted (token, slot) row: [TK][Fe]; the shared experts'
+// gate and up run in the same parallel pass (one synchronization for all of them).
 float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int K, ActRows& ax,
-                       MatJob* jobs) {
+                       MatJob* jobs, SharedRows* sh) {
   Arena& ar = ctx.arena;
   const int64_t TK = ax.n_rows() * K, Fe = lw.gate_exps.first.n_out;
   size_t rb_g = 0, rb_u = 0;
@@ -145,27 +175,45 @@ float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r
   float* U = ar.alloc<float>(TK * Fe);
   int n = expert_jobs(lw.gate_exps, r, X, gx_g, rb_g, G, Fe, jobs);
   n += expert_jobs(lw.up_exps, r, X, gx_u, rb_u, U, Fe, jobs + n);
+  float* su = nullptr;
+  n += shared_gate_up_jobs(ctx, lw, ax, sh, &su, jobs + n);
   ctx.matmul_jobs(jobs, n);
   ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) { ctx.kt.silu_mul(G + i0 * Fe, U + i0 * Fe, G + i0 * Fe, (i1 - i0) * Fe); });
+  if (sh->g) {
+    const int64_t T = ax.n_rows(), F = sh->F;
+    ctx.parallel_for(T, [&](int64_t t0, int64_t t1) { ctx.kt.silu_mul(sh->g + t0 * F, su + t0 * F, sh->g + t0 * F, (t1 - t0) * F); });
+  }
   return G;
 }
 
-// down(G) for every sorted row: [TK][E].
-float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int64_t TK, float* G,
-                    MatJob* jobs) {
+// n_rows float rows of n (stride n) in vec_dot_type(w); *stride receives their row bytes.
+const uint8_t* down_act(ForwardCtx& ctx, const Mat& w, const float* x, int64_t n_rows, int64_t n, size_t* stride) {
+  const GgmlType at = vec_dot_type(w.type);
+  *stride = static_cast<size_t>(n) * sizeof(float);
+  if (at == GgmlType::F32) return reinterpret_cast<const uint8_t*>(x);
+  *stride = ggml_row_size(at, n);
+  uint8_t* q = ctx.arena.alloc_bytes(*stride * static_cast<size_t>(n_rows));
+  ctx.quantize_rows(at, x, n, n_rows, n, q, *stride);
+  return q;
+}
+
+// down(G) for every sorted row: [TK][E]; with shared experts also *S = down_shexp(sh.g)
+// [T][E], in the same parallel pass.
+float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int64_t T, int64_t TK,
+                    float* G, const SharedRows& sh, MatJob* jobs, float** S) {
   Arena& ar = ctx.arena;
   const int64_t Fe = lw.down_exps.first.n_in, E = lw.down_exps.first.n_out;
-  const GgmlType down_act = vec_dot_type(lw.down_exps.first.type);
-  const uint8_t* gq = reinterpret_cast<const uint8_t*>(G);
-  size_t gq_stride = static_cast<size_t>(Fe) * sizeof(float);
-  if (down_act != GgmlType::F32) {
-    gq_stride = ggml_row_size(down_act, Fe);
-    uint8_t* q = ar.alloc_bytes(gq_stride * static_cast<size_t>(TK));
-    ctx.quantize_rows(down_act, G, Fe, TK, Fe, q, gq_stride);
-    gq = q;
-  }
+  size_t gq_stride = 0;
+  const uint8_t* gq = down_act(ctx, lw.down_exps.first, G, TK, Fe, &gq_stride);
   float* D = ar.alloc<float>(TK * E);
-  ctx.matmul_jobs(jobs, expert_jobs(lw.down_exps, r, X, gq, gq_stride, D, E, jobs));
+  int n = expert_jobs(lw.down_exps, r, X, gq, gq_stride, D, E, jobs);
+  if (sh.g) {
+    size_t sq_stride = 0;
+    const uint8_t* sq = down_act(ctx, lw.down_shexp, sh.g, T, sh.F, &sq_stride);
+    *S = ar.alloc<float>(T * E);
+    jobs[n++] = MatJob{lw.down_shexp, sq, sq_stride, T, *S, E};
+  }
+  ctx.matmul_jobs(jobs, n);
   return D;
 }
 
@@ -176,14 +224,11 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   const int X = hp.n_expert, K = hp.n_expert_used;
   ActRows ax(ctx, xn, T, E, E);
   const Routing r = route(ctx, hp, lw, il, ax);
-  MatJob* jobs = ctx.arena.alloc<MatJob>(2 * X);
-  float* G = experts_gate_up(ctx, lw, r, X, K, ax, jobs);
-  const float* D = experts_down(ctx, lw, r, X, T * K, G, jobs);
+  MatJob* jobs = ctx.arena.alloc<MatJob>(2 * X + 2);
+  SharedRows sh;
+  float* G = experts_gate_up(ctx, lw, r, X, K, ax, jobs, &sh);
   float* S = nullptr;
-  if (lw.gate_shexp) {
-    S = ctx.arena.alloc<float>(T * E);
-    dense_ffn(ctx, ax, lw.gate_shexp, lw.up_shexp, lw.down_shexp, S);
-  }
+  const float* D = experts_down(ctx, lw, r, X, T, T * K, G, sh, jobs, &S);
 
   // out = sum over slots in order of w * expert_out, then + shared (the reference's order).
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 7's table: prefill pp512, decode tg128 and 8-stream aggregate decode of the two
+# benchmark shapes (random weights, Q4_K_M, made by `ds-cli synth`), with this machine's
+# read bandwidth and int8 peak measured in the same run and the rooflines they imply.
+#   scripts/bench.sh [extra ds-cli bench flags...]      e.g. scripts/bench.sh --profile
+# Env: THREADS (default 2), REPEATS (default 3), BATCH (default 8), PROMPT (default 512),
+#      GEN (default 128), BUILD_DIR (default build), MODELS (default "dense moe").
+# Builds ds-cli (Release) when it is missing; reuses build/bench/*.gguf when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+threads=${THREADS:-2}
+repeats=${REPEATS:-3}
+batch=${BATCH:-8}
+prompt=${PROMPT:-512}
+gen=${GEN:-128}
+models=${MODELS:-"dense moe"}
+cli="$build/src/ds-cli"
+
+
+if [ ! -x "$cli" ]; then
+  [ -f "$build/build.ninja" ] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON
+  cmake --build "$build" -j"$(nproc)" --target ds-cli
+  cli=$(find "$build" -name ds-cli -type f -perm -u+x | head -1)
+fi
+
+mkdir -p "$build/bench"
+declare -A shape=([dense]=r1-distill-qwen-1.5b [moe]=moe-bench)
+declare -A label=([dense]="R1-Distill-Qwen-1.5B shape" [moe]="V3-style MoE (V2-Lite scale)")
+# The issue's reference numbers: reference engine pp/tg/x8, fastest fork pp/tg.
+declare -A ref=([dense]="88 34 46 154 43" [moe]="151 60 81 429 68")
+
+results=()
+for m in $models; do
+  f="$build/bench/${shape[$m]}-Q4_K_M.gguf"
+  if [ ! -s "$f" ]; then
+    echo "bench.sh: making $f" >&2
+    "$cli" synth --shape "${shape[$m]}" --type Q4_K_M --out "$f.tmp" --threads "$threads" >&2
+    mv "$f.tmp" "$f"
+  fi
+  echo "bench.sh: $m ($f), $threads threads, $repeats repeats" >&2
+  json=$("$cli" bench --model "$f" -p "$prompt" -n "$gen" -t "$threads" --batch "$batch" \
+    --repeats "$repeats" --json "$@" | grep '^{' | tail -1)
+  results+=("$m|$json")
+done
+
+python3 - "$batch" "$prompt" "$gen" "${results[@]}" <<PY
+import json, sys
+batch, prompt, gen = sys.argv[1:4]
+label = {"dense": "${label[dense]}", "moe": "${label[moe]}"}
+ref = {"dense": "${ref[dense]}".split(), "moe": "${ref[moe]}".split()}
+rows = [a.split("|", 1) for a in sys.argv[4:]]
+print(f"| model | engine | pp{prompt} t/s | tg{gen} t/s | {batch}-stream aggregate t/s | x{batch}/x1 | tg roofline | pp roofline |")
+print("|---|---|---|---|---|---|---|---|")
+bw = gops = 0
+for m, js in rows:
+    j = json.loads(js)
+    bw, gops = j["bandwidth_gbs"], j["int8_gops"]
+    r = ref[m]
+    print(f"| {label[m]} | reference engine | {r[0]} | {r[1]} | {r[2]} | | | |")
+    print(f"| {label[m]} | fastest CPU fork | {r[3]} | {r[4]} | - | | | |")
+    ratio = j["batch_tg_tps"] / j["tg_tps"] if j["tg_tps"] else 0
+    print(f"| {label[m]} | **ds-server** | {j['pp_tps']:.1f} ({j['pp_tps_min']:.0f}..{j['pp_tps_max']:.0f}) "
+          f"| {j['tg_tps']:.1f} ({j['tg_tps_min']:.1f}..{j['tg_tps_max']:.1f}) | {j['batch_tg_tps']:.1f} | {ratio:.2f}x "
+          f"| {100*j['tg_roofline']:.0f}% ({j['bytes_per_token']/1e9:.3f} GB/token) "
+          f"| {100*j['pp_roofline']:.0f}% ({j['ops_per_token']/1e9:.2f} GOP/token) |")
+print(f"\nmachine (measured in the same run): read bandwidth {bw:.1f} GB/s, int8 peak {gops:.0f} GOPS")
+PY
