@@ -2,15 +2,16 @@
 // even, NaN preserved). The reference path uses these; SIMD paths use F16C/AVX-512 and
 // are tested against them.
 #pragma once
+// Functions here are static inline on purpose: [ISA_ODR] in kernels/CMakeLists.txt.
 #include <cstdint>
 #include <cstring>
 
 namespace ds {
 
-inline float bits_to_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t f32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static inline float bits_to_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline uint32_t f32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 
-inline float fp16_to_f32(uint16_t h) {
+static inline float fp16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;
   uint32_t mant = h & 0x3FFu;
@@ -26,7 +27,7 @@ inline float fp16_to_f32(uint16_t h) {
   return bits_to_f32(sign | ((exp + 127 - 15) << 23) | (mant << 13));
 }
 
-inline uint16_t f32_to_fp16(float f) {
+static inline uint16_t f32_to_fp16(float f) {
   const uint32_t x = f32_to_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7FFFFFFFu;
@@ -49,9 +50,9 @@ inline uint16_t f32_to_fp16(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-inline float bf16_to_f32(uint16_t b) { return bits_to_f32(static_cast<uint32_t>(b) << 16); }
+static inline float bf16_to_f32(uint16_t b) { return bits_to_f32(static_cast<uint32_t>(b) << 16); }
 
-inline uint16_t f32_to_bf16(float f) {
+static inline uint16_t f32_to_bf16(float f) {
   uint32_t u = f32_to_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 64u);  // quiet nan
   u += 0x7FFFu + ((u >> 16) & 1u);

@@ -32,14 +32,14 @@ struct GgmlTypeTraits {
 
 // Traits of a raw type id from a file; .name == nullptr when the id is unknown.
 GgmlTypeTraits ggml_type_traits(uint32_t id);
-inline GgmlTypeTraits ggml_type_traits(GgmlType t) { return ggml_type_traits(static_cast<uint32_t>(t)); }
-inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).name != nullptr; }
-inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
+static inline GgmlTypeTraits ggml_type_traits(GgmlType t) { return ggml_type_traits(static_cast<uint32_t>(t)); }
+static inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).name != nullptr; }
+static inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
 // Parses "Q4_K", "q4_k", "F16", ...; returns false when unknown.
 bool ggml_type_from_name(const char* name, GgmlType* out);
 
 // Bytes of one row of n elements (n must be a multiple of the block size).
-inline size_t ggml_row_size(GgmlType t, int64_t n) {
+static inline size_t ggml_row_size(GgmlType t, int64_t n) {
   auto tr = ggml_type_traits(t);
   return static_cast<size_t>(n / tr.block_size) * static_cast<size_t>(tr.type_size);
 }

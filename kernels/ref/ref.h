@@ -7,6 +7,7 @@
 // Also holds the small helpers the SIMD paths share with the reference so that both
 // compute the same function: RoPE angle tables, KV row addressing and loading.
 #pragma once
+// Functions here are static inline on purpose: [ISA_ODR] in kernels/CMakeLists.txt.
 #include <cstdint>
 
 #include "kernels/kernels.h"
@@ -24,7 +25,7 @@ KernelTable ref_table();
 void rope_cos_sin(const RopeParams& p, int32_t pos, float* cs);
 
 // Address of token j's row in a paged KV view (element 0 of head 0).
-inline const uint8_t* kv_row(const KvView& v, int64_t j) {
+static inline const uint8_t* kv_row(const KvView& v, int64_t j) {
   return v.blocks[j / v.block_size] + static_cast<size_t>(j % v.block_size) * v.row_stride +
          v.elem_offset;
 }
@@ -32,7 +33,7 @@ inline const uint8_t* kv_row(const KvView& v, int64_t j) {
 void load_kv(GgmlType t, const uint8_t* src, float* dst, int64_t n);
 
 // The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block (SPEC.md "Block formats").
-inline void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+static inline void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
   if (j < 4) {
     *sc = q[j] & 63;
     *m = q[j + 4] & 63;
