@@ -1,7 +1,10 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,5 +51,22 @@ std::string make_temp_dir(const std::string& tag) {
   std::filesystem::create_directories(dir);
   return dir.string();
 }
+
+CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) r.signal = WTERMSIG(st);
+  return r;
+}
+
+std::string cli_path() { return binary_dir() + "/src/ds-cli"; }
 
 }  // namespace ds::test

@@ -18,4 +18,16 @@ void write_file_bytes(const std::string& path, const std::vector<uint8_t>& data)
 // A fresh scratch directory under the system temp dir, unique per call.
 std::string make_temp_dir(const std::string& tag);
 
+// Runs a shell command and captures its standard output (append "2>&1" to capture
+// standard error too). exit_code is -1 when the command died by a signal (see signal).
+struct CommandResult {
+  int exit_code = -1;
+  int signal = 0;
+  std::string out;
+  double seconds = 0;
+};
+CommandResult run_command(const std::string& cmd);
+// The ds-cli binary of this build.
+std::string cli_path();
+
 }  // namespace ds::test

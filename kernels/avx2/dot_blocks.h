@@ -15,27 +15,7 @@
 
 namespace ds::avx2 {
 
-inline float half_to_float(half_t h) { return _cvtsh_ss(h); }
-
-inline float hsum256(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-// The 8 6-bit scales and 8 6-bit mins of a Q4_K/Q5_K block as bytes [sc0..sc7, m0..m7]
-// (SPEC.md "Block formats" scales formula, four sub-blocks per 32-bit word).
-inline __m128i k4_scales_mins(const uint8_t* q) {
-  uint32_t w0, w1, w2;
-  std::memcpy(&w0, q, 4);
-  std::memcpy(&w1, q + 4, 4);
-  std::memcpy(&w2, q + 8, 4);
-  const uint32_t sc03 = w0 & 0x3F3F3F3Fu;
-  const uint32_t m03 = w1 & 0x3F3F3F3Fu;
-  const uint32_t sc47 = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
-  const uint32_t m47 = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
-  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47), static_cast<int>(sc03));
-}
+#include "kernels/simd/x86_helpers.inc"
 
 // sum of w (u8) * a (s8) in int32 lanes, each lane weighted by the int16 scale lanes.
 inline __m256i dot_scaled(__m256i w, __m256i a, __m256i scale16) {
@@ -45,12 +25,6 @@ inline __m256i dot_scaled(__m256i w, __m256i a, __m256i scale16) {
 struct AccK {
   float sum;  // the reference's running float sum ([KQUANT_EXACT])
 };
-inline int hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
 
 // Q4_K / Q5_K: eight registers of 32 unsigned quants (one sub-block each), scales
 // broadcast per register, mins per group of 16 for the bsums.
@@ -67,7 +41,7 @@ struct DotQ4K {
   using Acc = AccK;
 
   static void unpack_scales(const uint8_t* scales, half_t d, half_t dmin, Unpacked& u) {
-    const __m128i sm = k4_scales_mins(scales);  // [sc0..sc7, m0..m7] bytes
+    const __m128i sm = k4_scale_min_bytes(scales);  // [sc0..sc7, m0..m7] bytes
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     for (int j = 0; j < 8; ++j)  // int16 lane j broadcast: byte pair (2j, 2j + 1) everywhere
       u.sc[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8))));

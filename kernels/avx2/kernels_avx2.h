@@ -1,19 +1,10 @@
 // Internal: the AVX2 kernels (one .cpp per op in this directory), assembled into a
-// KernelTable by table.cpp. Signatures are those of kernels.h.
+// KernelTable by table.cpp. Signatures are those of kernels.h (kernels/simd/entry_points.inc).
 #pragma once
 #include "kernels/kernels.h"
 
 namespace ds::avx2 {
 
-void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n);
-float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act);
-void matmul(const MatmulArgs& a);
-void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
-void rope(const RopeArgs& a, const RopeParams& p);
-void silu_mul(const float* g, const float* u, float* y, int64_t n);
-void softmax(float* x, int64_t n, float scale);
-void flash_attn(const AttnArgs& a);
-void mla_attn(const MlaArgs& a);
-void store_kv(GgmlType t, const float* x, void* y, int64_t n);
+#include "kernels/simd/entry_points.inc"
 
 }  // namespace ds::avx2

@@ -8,17 +8,7 @@ namespace ds {
 
 KernelTable avx2_table() {
   KernelTable t = ref::ref_table();
-  t.isa = Isa::kAvx2;
-  t.quantize_act = avx2::quantize_act;
-  t.vec_dot = avx2::vec_dot;
-  t.matmul = avx2::matmul;
-  t.store_kv = avx2::store_kv;
-  t.rms_norm = avx2::rms_norm;
-  t.silu_mul = avx2::silu_mul;
-  t.softmax = avx2::softmax;
-  t.rope = avx2::rope;
-  t.flash_attn = avx2::flash_attn;
-  t.mla_attn = avx2::mla_attn;
+  avx2::fill_entries(Isa::kAvx2, t);
   return t;
 }
 

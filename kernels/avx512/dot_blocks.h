@@ -23,32 +23,15 @@
 
 namespace ds::avx512 {
 
-inline float half_to_float(half_t h) { return _cvtsh_ss(h); }
+#include "kernels/simd/x86_helpers.inc"
 
-inline float hsum256(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
 inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
 // The 8 6-bit scales and 8 6-bit mins of a Q4_K/Q5_K block as 16 int16:
-// [sc0..sc7, m0..m7] (SPEC.md "Block formats", scales formula, four sub-blocks per word).
-inline __m256i k4_scales_mins(const uint8_t* q) {
-  uint32_t w0, w1, w2;
-  std::memcpy(&w0, q, 4);
-  std::memcpy(&w1, q + 4, 4);
-  std::memcpy(&w2, q + 8, 4);
-  const uint32_t sc03 = w0 & 0x3F3F3F3Fu;
-  const uint32_t m03 = w1 & 0x3F3F3F3Fu;
-  const uint32_t sc47 = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
-  const uint32_t m47 = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
-  const __m128i b = _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47),
-                                  static_cast<int>(sc03));
-  return _mm256_cvtepu8_epi16(b);
-}
+// [sc0..sc7, m0..m7].
+inline __m256i k4_scales_mins(const uint8_t* q) { return _mm256_cvtepu8_epi16(k4_scale_min_bytes(q)); }
 
 // Index vectors for _mm512_permutexvar_epi16: lanes 0..15 take value a, lanes 16..31 b.
 inline __m512i idx_pair(int a, int b) {
@@ -75,12 +58,6 @@ struct UnpackedK4 {
 struct AccK {
   float sum;
 };
-inline int hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
 inline int hsum_epi32(__m512i v) {
   return hsum_epi32(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
 }

@@ -1,20 +1,11 @@
 // Internal: the AVX-512 kernels (one .cpp per op in this directory), assembled into a
-// KernelTable by table.cpp. Signatures are those of kernels.h.
+// KernelTable by table.cpp. Signatures are those of kernels.h (kernels/simd/entry_points.inc).
 #pragma once
 #include "kernels/kernels.h"
 
 namespace ds::avx512 {
 
-void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n);
-float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act);
-void matmul(const MatmulArgs& a);
-void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
-void rope(const RopeArgs& a, const RopeParams& p);
-void silu_mul(const float* g, const float* u, float* y, int64_t n);
-void softmax(float* x, int64_t n, float scale);
-void flash_attn(const AttnArgs& a);
-void mla_attn(const MlaArgs& a);
-void store_kv(GgmlType t, const float* x, void* y, int64_t n);
+#include "kernels/simd/entry_points.inc"
 
 // matmul_panel.cpp: 16 weight rows [r0, r0 + 16) x activation rows [t0, t0 + nt),
 // nt <= kPanelMaxTok,
@@ -22,5 +13,11 @@ void store_kv(GgmlType t, const float* x, void* y, int64_t n);
 constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
 void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
+
+// matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) 4 at a
+// time (decode, a few tokens); returns the first row not computed (fewer than 4 remain).
+// Bit-identical to matmul ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
+bool gemv_supported(GgmlType t);
+int64_t gemv_rows(const MatmulArgs& m);
 
 }  // namespace ds::avx512

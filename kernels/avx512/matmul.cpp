@@ -196,6 +196,15 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
 void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
+  if (m.n_tok == 1 && gemv_supported(m.wtype)) {
+    // Decode: 4 weight rows per pass (matmul_gemv.cpp), the last rows by the tile loop;
+    // both bit-identical per output ([KQUANT_EXACT]). 2 and 3 tokens stay on the tile
+    // loop, which unpacks each block once for all of them (not measured against GEMV).
+    MatmulArgs rest = m;
+    rest.row_begin = gemv_rows(m);
+    if (rest.row_begin < rest.row_end) fn(rest);
+    return;
+  }
   // Panels gather the 16 rows with 32-bit offsets: 15 row strides must fit.
   const bool panel = panel_supported(m.wtype) && m.n_tok >= kPanelMinTok && m.w_row_stride <= INT32_MAX / 16;
   if (!panel) return fn(m);

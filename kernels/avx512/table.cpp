@@ -8,17 +8,7 @@ namespace ds {
 
 KernelTable avx512_table() {
   KernelTable t = ref::ref_table();
-  t.isa = Isa::kAvx512;
-  t.quantize_act = avx512::quantize_act;
-  t.vec_dot = avx512::vec_dot;
-  t.matmul = avx512::matmul;
-  t.store_kv = avx512::store_kv;
-  t.rms_norm = avx512::rms_norm;
-  t.silu_mul = avx512::silu_mul;
-  t.softmax = avx512::softmax;
-  t.rope = avx512::rope;
-  t.flash_attn = avx512::flash_attn;
-  t.mla_attn = avx512::mla_attn;
+  avx512::fill_entries(Isa::kAvx512, t);
   return t;
 }
 

@@ -13,17 +13,8 @@
 
 namespace ds::ref {
 
-void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n);
-float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act);
-void matmul(const MatmulArgs& a);
-void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
-void rope(const RopeArgs& a, const RopeParams& p);
-void silu_mul(const float* g, const float* u, float* y, int64_t n);
-void softmax(float* x, int64_t n, float scale);
-void flash_attn(const AttnArgs& a);
-void mla_attn(const MlaArgs& a);
+#include "kernels/simd/entry_points.inc"
 void moe_route(const MoeRouteArgs& a);
-void store_kv(GgmlType t, const float* x, void* y, int64_t n);
 
 // The reference table (isa = kRef).
 KernelTable ref_table();

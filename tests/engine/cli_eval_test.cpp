@@ -16,17 +16,12 @@
 namespace ds::test {
 namespace {
 
-std::string cli() { return binary_dir() + "/src/ds-cli"; }
+std::string cli() { return cli_path(); }
 
 int run(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  auto r = run_command(cmd + " 2>&1");
+  *out = std::move(r.out);
+  return r.exit_code;
 }
 
 std::vector<float> read_f32(const std::string& path) {

@@ -12,26 +12,12 @@
 namespace ds {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-RunResult run_cli(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + (env.empty() ? "" : " ") + test::binary_dir() + "/src/ds-cli " + args + " 2>&1";
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+test::CommandResult run_cli(const std::string& args, const std::string& env = "") {
+  return test::run_command(env + (env.empty() ? "" : " ") + test::cli_path() + " " + args + " 2>&1");
 }
 
 TEST(Doctor, RunsAndReportsEverySection) {
-  const RunResult r = run_cli("doctor --bandwidth-mib 64");
+  const test::CommandResult r = run_cli("doctor --bandwidth-mib 64");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* needle :
        {"instruction sets:", "AVX2 yes", "AVX-512 F", "AMX TILE", "NUMA nodes:", "physical cores",
@@ -48,7 +34,7 @@ TEST(Doctor, RunsAndReportsEverySection) {
 
 TEST(Doctor, HostWithoutProcOrSysFilesSaysUnknown) {
   const std::string empty_root = test::make_temp_dir("doctor_root");
-  const RunResult r = run_cli("doctor --no-measure", "DS_HOST_ROOT=" + empty_root);
+  const test::CommandResult r = run_cli("doctor --no-measure", "DS_HOST_ROOT=" + empty_root);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* needle :
        {"cpu: unknown", "transparent huge pages: unknown (defrag: unknown)",
@@ -59,11 +45,11 @@ TEST(Doctor, HostWithoutProcOrSysFilesSaysUnknown) {
 }
 
 TEST(Doctor, NoMeasureAndBadOption) {
-  const RunResult quick = run_cli("doctor --no-measure");
+  const test::CommandResult quick = run_cli("doctor --no-measure");
   ASSERT_EQ(quick.exit_code, 0) << quick.out;
   EXPECT_EQ(quick.out.find("read bandwidth:"), std::string::npos);
   EXPECT_NE(quick.out.find("recommended ds-server flags:"), std::string::npos);
-  const RunResult bad = run_cli("doctor --frobnicate");
+  const test::CommandResult bad = run_cli("doctor --frobnicate");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--frobnicate"), std::string::npos) << bad.out;
 }

@@ -320,13 +320,9 @@ TEST_P(GreedyMatchesCli, SameText) {
   const std::string prompt = "def fibonacci(n):";
   const std::string cmd =
       binary_dir() + "/src/ds-cli generate --model " + model + " --prompt '" + prompt + "' -n 32 --temp 0 2>/dev/null";
-  std::string cli;
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) cli.append(buf, n);
-  ASSERT_EQ(pclose(f), 0) << cmd;
+  auto gen = run_command(cmd);
+  ASSERT_EQ(gen.exit_code, 0) << cmd;
+  std::string cli = std::move(gen.out);
   ASSERT_FALSE(cli.empty());
   cli.pop_back();  // generate ends with a newline
   ServerProcess s;

@@ -10,26 +10,8 @@
 namespace ds {
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-};
-
-Run run(const std::string& cmd) {
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
-  return r;
-}
-
-std::string cli() {
-  return test::binary_dir() + "/src/ds-cli";
-}
+test::CommandResult run(const std::string& cmd) { return test::run_command(cmd); }
+std::string cli() { return test::cli_path(); }
 std::string vocab(const char* name) {
   return test::shared_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf");
 }

@@ -1,10 +1,7 @@
 // ds-cli inspect as a user runs it: every shared file prints its summary and exits 0;
 // broken files exit 1 with a message, never by a signal, and quickly.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <chrono>
-#include <cstdio>
 #include <random>
 
 #include "test_util.h"
@@ -12,29 +9,8 @@
 namespace ds {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;   // -1 when killed by a signal
-  int signal = 0;
-  std::string output;
-  double seconds = 0;
-};
-
-RunResult run(const std::string& cmd) {
-  RunResult r;
-  const auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) r.signal = WTERMSIG(st);
-  return r;
-}
-
-std::string cli() { return test::binary_dir() + "/src/ds-cli"; }
+test::CommandResult run(const std::string& cmd) { return test::run_command(cmd + " 2>&1"); }
+std::string cli() { return test::cli_path(); }
 
 TEST(CliInspect, EverySharedFile) {
   for (const char* rel : {"refdata/tiny-llama-Q4_K_M.gguf", "refdata/tiny-qwen2-Q5_K_S.gguf",
@@ -43,16 +19,16 @@ TEST(CliInspect, EverySharedFile) {
                           "tokenizer/ggml-vocab-deepseek-llm.gguf", "tokenizer/ggml-vocab-deepseek-v3.gguf",
                           "tokenizer/ggml-vocab-qwen2.gguf"}) {
     auto r = run(cli() + " inspect " + test::shared_path(rel));
-    EXPECT_EQ(r.exit_code, 0) << rel << "\n" << r.output;
-    EXPECT_NE(r.output.find("tokenizer: model=gpt2"), std::string::npos) << rel;
+    EXPECT_EQ(r.exit_code, 0) << rel << "\n" << r.out;
+    EXPECT_NE(r.out.find("tokenizer: model=gpt2"), std::string::npos) << rel;
     if (std::string(rel).starts_with("refdata/")) {
-      EXPECT_NE(r.output.find("token_embd.weight"), std::string::npos) << rel;
+      EXPECT_NE(r.out.find("token_embd.weight"), std::string::npos) << rel;
     }
   }
   auto r = run(cli() + " inspect " + test::shared_path("refdata/tiny-dsv3-Q4_K_M.gguf"));
-  EXPECT_NE(r.output.find("architecture: deepseek2"), std::string::npos);
-  EXPECT_NE(r.output.find("deepseek2.expert_gating_func"), std::string::npos);
-  EXPECT_NE(r.output.find("file type: Q4_K_M"), std::string::npos);
+  EXPECT_NE(r.out.find("architecture: deepseek2"), std::string::npos);
+  EXPECT_NE(r.out.find("deepseek2.expert_gating_func"), std::string::npos);
+  EXPECT_NE(r.out.find("file type: Q4_K_M"), std::string::npos);
 }
 
 TEST(CliInspect, BrokenFilesFailCleanly) {
@@ -70,15 +46,15 @@ TEST(CliInspect, BrokenFilesFailCleanly) {
     test::write_file_bytes(path, b);
     auto r = run(cli() + " inspect --no-tensors " + path);
     EXPECT_EQ(r.signal, 0) << "killed by signal on mutation " << i;
-    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
     if (r.exit_code == 1) {
-      EXPECT_NE(r.output.find("error: "), std::string::npos) << r.output;
+      EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
     }
     EXPECT_LT(r.seconds, 5.0);
   }
   auto missing = run(cli() + " inspect " + dir + "/nope.gguf");
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.output.find("nope.gguf"), std::string::npos);
+  EXPECT_NE(missing.out.find("nope.gguf"), std::string::npos);
   EXPECT_EQ(run(cli() + " inspect").exit_code, 2);
   EXPECT_EQ(run(cli() + " no-such-command").exit_code, 2);
 }

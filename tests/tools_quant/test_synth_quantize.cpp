@@ -359,16 +359,7 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
 }
 
 // Runs a command and returns its stdout.
-std::string capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+std::string capture(const std::string& cmd) { return test::run_command(cmd + " 2>/dev/null").out; }
 
 double field(const std::string& text, const std::string& name) {
   const size_t at = text.find(name + ": ");
