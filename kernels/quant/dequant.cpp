@@ -149,6 +149,18 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+// Scales and mins of chunk c's two sub-blocks (2c and 2c+1) of a Q4_K/Q5_K block.
+static void k4_chunk_scales(const uint8_t* scales, int c, float d, float dmin, float* d1, float* m1, float* d2,
+                            float* m2) {
+  uint8_t sc, m;
+  k4_scale_min(2 * c, scales, &sc, &m);
+  *d1 = d * static_cast<float>(sc);
+  *m1 = dmin * static_cast<float>(m);
+  k4_scale_min(2 * c + 1, scales, &sc, &m);
+  *d2 = d * static_cast<float>(sc);
+  *m2 = dmin * static_cast<float>(m);
+}
+
 // Q4_K: 4 chunks of 64; chunk c uses qs[32c..32c+31]: low nibbles are sub-block 2c,
 // high nibbles sub-block 2c+1.
 void dequant_q4_K(const BlockQ4_K* x, float* y, int64_t nb) {
@@ -157,11 +169,8 @@ void dequant_q4_K(const BlockQ4_K* x, float* y, int64_t nb) {
     const float dmin = fp16_to_f32(x[i].dmin);
     const uint8_t* q = x[i].qs;
     for (int c = 0; c < 4; ++c, q += 32) {
-      uint8_t sc, m;
-      k4_scale_min(2 * c, x[i].scales, &sc, &m);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-      k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
-      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+      float d1, m1, d2, m2;
+      k4_chunk_scales(x[i].scales, c, d, dmin, &d1, &m1, &d2, &m2);
       for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
       for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
     }
@@ -177,11 +186,8 @@ void dequant_q5_K(const BlockQ5_K* x, float* y, int64_t nb) {
     const uint8_t* ql = x[i].qs;
     const uint8_t* qh = x[i].qh;
     for (int c = 0; c < 4; ++c, ql += 32) {
-      uint8_t sc, m;
-      k4_scale_min(2 * c, x[i].scales, &sc, &m);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-      k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
-      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+      float d1, m1, d2, m2;
+      k4_chunk_scales(x[i].scales, c, d, dmin, &d1, &m1, &d2, &m2);
       const uint8_t u1 = static_cast<uint8_t>(1u << (2 * c)), u2 = static_cast<uint8_t>(2u << (2 * c));
       for (int l = 0; l < 32; ++l) {
         *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
