@@ -18,6 +18,10 @@ namespace ds::avx512 {
 namespace {
 
 constexpr int kRows = 4;  // weight rows per pass
+// Software prefetch distance: each block step prefetches the 4 blocks' worth of bytes this
+// far ahead in the (contiguous) rows. Measured on 48 cycled 1536x8960 Q4_K matrices (from
+// DRAM), 1 thread: none 15.0 GB/s, 1 KB 17.0, 4 KB 21.9, 8 KB 26.0, 16 KB 20.1, 32 KB 22.4.
+constexpr size_t kPrefetchBytes = 8192;
 
 // The int32 lane sums of a[0..3] (16 lanes each) as one 4-lane vector: lane r = sum of a[r].
 inline __m128i hsum4x16(const __m512i* a) {
@@ -64,6 +68,10 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
       av[2 * h + 1] = _mm512_shuffle_i64x2(x0, x1, 0xEE);
     }
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
+    {
+      const char* pf = reinterpret_cast<const char*>(w0) + kPrefetchBytes + ib * (kRows * sizeof(WB));
+      for (size_t o = 0; o < kRows * sizeof(WB); o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+    }
     __m512i s[kRows];
     __m256i mn[kRows];
     uint32_t dd[kRows];

@@ -20,15 +20,18 @@ struct Problem {
   std::vector<float> out;
 };
 
-const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok) {
+// copies > 1: that many different matrices back to back, so that a pass over them all
+// streams from memory instead of the last-level cache ("cold" GEMV, as in decode).
+const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
+                       int copies = 1) {
   static std::vector<std::pair<std::string, Problem>> cache;
   const std::string key = std::string(ds::isa_name(kt.isa)) + ds::ggml_type_name(t) + std::to_string(n_in) + "x" +
-                          std::to_string(n_out) + "x" + std::to_string(n_tok);
+                          std::to_string(n_out) + "x" + std::to_string(n_tok) + "c" + std::to_string(copies);
   for (auto& [k, p] : cache)
     if (k == key) return p;
   std::mt19937 rng(1);
   Problem p;
-  p.w = ds::test::random_weights(rng, t, n_in, n_out);
+  p.w = ds::test::random_weights(rng, t, n_in, n_out * copies);
   p.act = ds::test::quantize_rows(kt, t, ds::test::random_floats(rng, n_in * n_tok), n_in, n_tok);
   p.out.resize(static_cast<size_t>(n_out * n_tok));
   cache.emplace_back(key, std::move(p));
@@ -36,16 +39,18 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
 }
 
 void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
-                  int n_threads, bool onednn) {
+                  int n_threads, bool onednn, int copies) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
     return;
   }
-  const Problem& p = problem(*kt, t, n_in, n_out, n_tok);
+  const Problem& p = problem(*kt, t, n_in, n_out, n_tok, copies);
   auto* out = const_cast<float*>(p.out.data());
+  const size_t mat_bytes = p.w.size() / static_cast<size_t>(copies);
+  int copy = 0;
   auto run = [&](int64_t r0, int64_t r1) {
-    const ds::MatmulArgs args{.wtype = t, .w = p.w.data(), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
+    const ds::MatmulArgs args{.wtype = t, .w = p.w.data() + mat_bytes * static_cast<size_t>(copy), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
                 .row_begin = r0, .row_end = r1, .act = p.act.data(),
                 .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok, .out = out,
                 .out_stride = n_out};
@@ -61,9 +66,10 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
       for (auto& x : th) x.join();
     }
     benchmark::DoNotOptimize(out);
+    copy = (copy + 1) % copies;
   }
   const double iters = static_cast<double>(state.iterations());
-  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(p.w.size()) * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(mat_bytes) * iters / 1e9, benchmark::Counter::kIsRate);
   state.counters["GOPS"] =
       benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * iters / 1e9, benchmark::Counter::kIsRate);
 }
@@ -138,17 +144,27 @@ void register_all() {
                                      ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
                                      std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
                                      "/threads:" + std::to_string(n_threads);
-            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, false)
+            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, false, 1)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  // Cold decode GEMV: 48 different 1536x8960 matrices (the dense model's FFN shape), about
+  // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0})
+    for (int n_threads : {1, 2}) {
+      const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
+                               "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, 1, n_threads, false, 48)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   // oneDNN (its own threading: set OMP_NUM_THREADS to compare with one of our threads).
   for (GgmlType t : {GgmlType::F32, GgmlType::BF16})
     for (auto [n_in, n_out] : shapes)
       for (int64_t n_tok : {1, 64, 512}) {
         const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + "onednn/" + ds::ggml_type_name(t) + "/" +
                                  std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok);
-        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kRef, t, n_in, n_out, n_tok, 1, true)
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kRef, t, n_in, n_out, n_tok, 1, true, 1)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
@@ -156,7 +172,7 @@ void register_all() {
     for (auto [n_in, n_out] : shapes) {
       const std::string name = std::string("GEMM/avx512/") + ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
                                std::to_string(n_out) + "/tok:512/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, 512, 1, false)
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, 512, 1, false, 1)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
