@@ -14,10 +14,15 @@ constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
 void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 
-// matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) 4 at a
-// time (decode, a few tokens); returns the first row not computed (fewer than 4 remain).
+// matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) in passes
+// of 4 rows (1 for Q6_K) (decode, a few tokens); returns the first row not computed
+// (fewer than a pass remain).
 // Bit-identical to matmul ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
 bool gemv_supported(GgmlType t);
 int64_t gemv_rows(const MatmulArgs& m);
+// One pass: activation row t against weight rows [r0, r0 + 4), into out[t][r0..r0+3].
+using Gemv4Fn = void (*)(const MatmulArgs& m, int64_t t, int64_t r0);
+// matmul_gemv32.cpp: the 4-row pass for Q4_0 and Q5_0, else nullptr.
+Gemv4Fn gemv4_fn_32(GgmlType t);
 
 }  // namespace ds::avx512

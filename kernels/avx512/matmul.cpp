@@ -197,8 +197,8 @@ void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
   if (m.n_tok == 1 && gemv_supported(m.wtype)) {
-    // Decode: 4 weight rows per pass (matmul_gemv.cpp), the last rows by the tile loop;
-    // both bit-identical per output ([KQUANT_EXACT]). 2 and 3 tokens stay on the tile
+    // Decode: passes of 4 weight rows (1 for Q6_K) in matmul_gemv.cpp / matmul_gemv32.cpp,
+    // the last rows by the tile loop; both bit-identical per output ([KQUANT_EXACT]). 2 and 3 tokens stay on the tile
     // loop, which unpacks each block once for all of them (not measured against GEMV).
     MatmulArgs rest = m;
     rest.row_begin = gemv_rows(m);

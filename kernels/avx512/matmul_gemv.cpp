@@ -1,63 +1,78 @@
-// AVX-512 decode GEMV: one activation row against 4 weight rows per pass. The activation
-// block is loaded (and put into the weights' storage order) once for the 4 rows, the 4
-// rows' integer sums are reduced together by one transposing horizontal add, and the
-// reference's float step (dall * sumi - dmin * summ, then the running sum) runs with one
-// lane per row. Measured numbers are in tests/bench/RESULTS.md.
+// AVX-512 decode GEMV for the K-quants: one activation row against 4 weight rows per pass
+// (Q4_K, Q5_K; software prefetch ahead of the weight stream) or against 1 row (Q6_K, read
+// front to back for the hardware prefetcher; see gemv_pass below). Q4_0 and Q5_0 are in
+// matmul_gemv32.cpp. Measured numbers: tests/bench/RESULTS.md.
+//
+// Instructions per weight byte decide the speed once the prefetch hides the memory
+// latency, so the formulation differs from the tile loop (dot_blocks.h):
+// - products with VNNI dpbusd (u8 weights x s8 activations, 4 per int32 lane) instead of
+//   maddubs + dpwssd: a lane sums 4 elements of one sub-block, at most 4 * 63 * 128 in
+//   magnitude, so two dpbusd results pack (packssdw, no saturation) into one register of
+//   int16 lanes and one dpwssd applies the sub-block scales to both (6 multiplies per
+//   block instead of 8);
+// - Q4_K/Q5_K: the 4 rows' scale bytes are decoded together, one 128-bit lane per row;
+//   the activation block is loaded (and put into the weights' storage order) once for
+//   the 4 rows, and the rows' integer sums are reduced together by a transposing tree.
 //
 // [KQUANT_EXACT]: per (row, block) the integer sums are exact and the float operations
-// are the reference's, in its order, so results are bit-identical to kernels/ref and to
-// the tile loop in matmul.cpp (which keeps [BATCH_INVARIANT] when either path is chosen).
+// are the reference's, in its order (Q4_K/Q5_K: dall * sumi - dmin * summ; Q6_K:
+// (d_a * d) * sumi; then the running sum), one lane per row, so results are bit-identical
+// to kernels/ref and to the tile loop in matmul.cpp ([BATCH_INVARIANT] whichever path a
+// row takes). tests/kernels/isa_vs_ref_test.cpp DecodeGemvBitExact checks it.
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "kernels/avx512/dot_blocks.h"
+#include "kernels/avx512/gemv_common.h"
 #include "kernels/avx512/kernels_avx512.h"
 
 namespace ds::avx512 {
 namespace {
 
-constexpr int kRows = 4;  // weight rows per pass
-// Software prefetch distance: each block step prefetches the 4 blocks' worth of bytes this
-// far ahead in the (contiguous) rows. Measured on 48 cycled 1536x8960 Q4_K matrices (from
-// DRAM), 1 thread: none 15.0 GB/s, 1 KB 17.0, 4 KB 21.9, 8 KB 26.0, 16 KB 20.1, 32 KB 22.4.
-constexpr size_t kPrefetchBytes = 8192;
+using namespace gemv;
 
-// The int32 lane sums of a[0..3] (16 lanes each) as one 4-lane vector: lane r = sum of a[r].
-inline __m128i hsum4x16(const __m512i* a) {
-  __m256i h[4];
-  for (int r = 0; r < 4; ++r) h[r] = _mm256_add_epi32(_mm512_castsi512_si256(a[r]), _mm512_extracti64x4_epi64(a[r], 1));
-  const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(h[0], h[1]), _mm256_hadd_epi32(h[2], h[3]));
-  return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
-}
-// The same for 8-lane vectors.
-inline __m128i hsum4x8(const __m256i* a) {
-  const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(a[0], a[1]), _mm256_hadd_epi32(a[2], a[3]));
-  return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+// The 4 rows' [sc0..sc7, m0..m7] bytes (SPEC.md "Block formats"), one 128-bit lane per
+// row, from lanes [d dmin | q0..3 | q4..7 | q8..11] (the first 16 bytes of a block):
+//   sc0..3 = w0 & 63, m0..3 = w1 & 63,
+//   sc4..7 = (w2 & 0xF) | ((w0 >> 6) << 4), m4..7 = (w2 >> 4) | ((w1 >> 6) << 4).
+inline __m512i k4_scales_mins_x4(__m512i x) {
+  const __m512i a = _mm512_srlv_epi32(_mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(0xED)),  // w0 w2 w1 w2
+                                      _mm512_set4_epi32(4, 0, 0, 0));
+  const __m512i b = _mm512_srli_epi32(_mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(0xA5)), 2);  // w0 w0 w1 w1
+  const __m512i hi2 = _mm512_and_si512(b, _mm512_set4_epi32(0x30303030, 0, 0x30303030, 0));
+  // (a & mask) | hi2
+  return _mm512_ternarylogic_epi32(a, hi2, _mm512_set4_epi32(0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F), 0xEC);
 }
 
 // Q4_K and Q5_K. In a row's 64 bytes qs[64h..64h+63] the low nibbles are elements
 // [128h, 128h+32) ++ [128h+64, 128h+96) (sub-blocks 4h, 4h+2), the high nibbles
 // [128h+32, 128h+64) ++ [128h+96, 128h+128) (sub-blocks 4h+1, 4h+3): the activation is
-// permuted into that order once per block instead of every row's nibbles. Q5_K: the 5th
-// bit of sub-block j's element l is bit j of qh[l].
+// permuted into that order once per block. After dpbusd, int32 lanes 0-7 belong to the
+// first sub-block of a register, 8-15 to the second; packs(lo, hi) puts in 128-bit chunk
+// c the lanes 4c..4c+3 of lo, then of hi, so int16 lane i of the packed register is
+// sub-block 4h + 2 * (i >= 16) + (i % 8 >= 4). Q5_K: the 5th bit of sub-block j's
+// element l is bit j of qh[l].
 template <class WB, bool kHasQh>
 void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
   const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
   const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512i idx_sc[4];  // register k: scales (4h, 4h+2) for the low nibbles, (4h+1, 4h+3) high
-  for (int h = 0; h < 2; ++h) {
-    idx_sc[2 * h] = idx_pair(4 * h, 4 * h + 2);
-    idx_sc[2 * h + 1] = idx_pair(4 * h + 1, 4 * h + 3);
-  }
-  const __m256i idx_m = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
-  const __m256i idx_dd = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  // idx_sc[2h + rr]: scales for register pair h of row rr (0, 1) of a 2-row int16 vector.
+  const auto sc = [](int h, int rr) {
+    return idx16([=](int i) { return 16 * rr + 4 * h + 2 * (i >= 16) + (i % 8 >= 4); });
+  };
+  static const __m512i idx_sc[4] = {sc(0, 0), sc(0, 1), sc(1, 0), sc(1, 1)};
+  // d0..d3, dmin0..dmin3 out of the 4 heads (words 0 and 1 of each 128-bit lane).
+  static const __m512i idx_dd = idx16([](int i) { return i < 8 ? 8 * (i % 4) + i / 4 : 0; });
   __m512i bit5[4];  // register k's qh bits: sub-blocks (4h, 4h+2) low nibbles, (4h+1, 4h+3) high
   for (int h = 0; h < 2; ++h)
     for (int k = 0; k < 2; ++k)
       bit5[2 * h + k] = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (4 * h + k))),
                                                _mm512_set1_epi8(static_cast<char>(1 << (4 * h + k + 2))));
+  const __m512i sixteen = _mm512_set1_epi8(16);
   __m128 acc = _mm_setzero_ps();
   for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
     const BlockQ8_K& ab = a[ib];
@@ -67,40 +82,42 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
       av[2 * h] = _mm512_shuffle_i64x2(x0, x1, 0x44);
       av[2 * h + 1] = _mm512_shuffle_i64x2(x0, x1, 0xEE);
     }
-    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
-    {
-      const char* pf = reinterpret_cast<const char*>(w0) + kPrefetchBytes + ib * (kRows * sizeof(WB));
-      for (size_t o = 0; o < kRows * sizeof(WB); o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
-    }
+    // Sums of the 8 sub-blocks of 32 (bsums pairs) in int16 lanes 8..15 of each 16-lane
+    // half, where the mins sit in the scale vectors below; zero elsewhere.
+    const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
+    const __m128i bs8 = _mm256_cvtepi32_epi16(_mm256_madd_epi16(bs16, _mm256_set1_epi16(1)));
+    const __m512i bsum_m = _mm512_maskz_mov_epi16(0xFF00FF00u, _mm512_broadcast_i32x4(bs8));
+    const uint8_t* wb = w0 + ib * sizeof(WB);
+    prefetch_step(w0, ib, kRows * sizeof(WB));
+    const __m512i heads = load4x16(wb, ws);  // d, dmin, scales[12] of each row
+    const __m512i scm = k4_scales_mins_x4(heads);
+    const __m512i sm[2] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(scm)),
+                           _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(scm, 1))};
     __m512i s[kRows];
-    __m256i mn[kRows];
-    uint32_t dd[kRows];
     for (int r = 0; r < kRows; ++r) {
-      const auto& b = reinterpret_cast<const WB*>(w0 + r * m.w_row_stride)[ib];
-      const __m512i sm = _mm512_castsi256_si512(k4_scales_mins(b.scales));
+      const WB& b = *reinterpret_cast<const WB*>(wb + r * ws);
       __m512i acc_r = _mm512_setzero_si512();
       for (int h = 0; h < 2; ++h) {
         const __m512i v = _mm512_loadu_si512(b.qs + 64 * h);
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        if constexpr (kHasQh) {  // the 5th bits, as in dot_blocks.h DotQ5K
+        if constexpr (kHasQh) {
           const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
-          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit5[2 * h]), lo, _mm512_set1_epi8(16));
-          hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bit5[2 * h + 1]), hi, _mm512_set1_epi8(16));
+          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit5[2 * h]), lo, sixteen);
+          hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bit5[2 * h + 1]), hi, sixteen);
         }
-        acc_r = _mm512_dpwssd_epi32(acc_r, _mm512_maddubs_epi16(lo, av[2 * h]), _mm512_permutexvar_epi16(idx_sc[2 * h], sm));
-        acc_r = _mm512_dpwssd_epi32(acc_r, _mm512_maddubs_epi16(hi, av[2 * h + 1]),
-                                    _mm512_permutexvar_epi16(idx_sc[2 * h + 1], sm));
+        const __m512i dl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, av[2 * h]);
+        const __m512i dh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, av[2 * h + 1]);
+        acc_r = _mm512_dpwssd_epi32(acc_r, _mm512_packs_epi32(dl, dh),
+                                    _mm512_permutexvar_epi16(idx_sc[2 * h + (r & 1)], sm[r / 2]));
       }
       s[r] = acc_r;
-      mn[r] = _mm256_madd_epi16(bsums, _mm256_permutexvar_epi16(idx_m, _mm512_castsi512_si256(sm)));
-      std::memcpy(&dd[r], &b.d, 4);  // d, dmin: adjacent halves
     }
-    const __m128i sumi = hsum4x16(s), summ = hsum4x8(mn);
-    // [d0 dmin0 d1 dmin1 ...] -> [d0..d3 | dmin0..dmin3]
-    const __m256 dm = _mm256_permutevar8x32_ps(
-        _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(dd[0]), static_cast<int>(dd[1]), static_cast<int>(dd[2]),
-                                       static_cast<int>(dd[3]))),
-        idx_dd);
+    const __m128i sumi = reduce_rows4(s);
+    // Mins: rows 0, 1 in int32 lanes 4-7 and 12-15 of the first product, rows 2, 3 of the
+    // second; their 128-bit chunks 1 and 3 gathered as [row 0, 1, 2, 3].
+    const __m512i mn01 = _mm512_madd_epi16(sm[0], bsum_m), mn23 = _mm512_madd_epi16(sm[1], bsum_m);
+    const __m128i summ = reduce_chunks4(_mm512_shuffle_i32x4(mn01, mn23, 0xDD));
+    const __m256 dm = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi16(idx_dd, heads)));
     const __m128 ad = _mm_set1_ps(ab.d);
     const __m128 dall = _mm_mul_ps(ad, _mm256_castps256_ps128(dm)), dmin = _mm_mul_ps(ad, _mm256_extractf128_ps(dm, 1));
     acc = _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(dall, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(summ))));
@@ -108,26 +125,74 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
   _mm_storeu_ps(m.out + t * m.out_stride + r0, acc);
 }
 
-using Gemv4Fn = void (*)(const MatmulArgs&, int64_t, int64_t);
+// Q6_K: ql[64h + l] low nibble = element 128h + l (l < 64), high nibble = 128h + 64 + l;
+// qh[32h + l] bits 0-1, 2-3, 4-5, 6-7 = high bits of elements 128h + l, +32, +64, +96. So
+// register 2h holds elements 128h + [0, 64) and 2h + 1 holds 128h + 64 + [0, 64), in the
+// activation's order. dpbusd lane i of register k is sub-block 4k + i / 4 (16 elements);
+// packs(reg 2h, reg 2h + 1) int16 lane i is sub-block 8h + (i / 8) + 4 * (i % 8 >= 4).
+// q - 32 is applied through the bsums: sumi = sum sc_j * dot_j - 32 * sum sc_j * bsums_j.
+void gemv1_q6k(const MatmulArgs& m, int64_t t, int64_t r0) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const auto* w = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  static const __m512i idx_sc[2] = {idx16([](int i) { return i / 8 + 4 * (i % 8 >= 4); }),
+                                    idx16([](int i) { return 8 + i / 8 + 4 * (i % 8 >= 4); })};
+  const __m512i sh_lo = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
+  const __m512i sh_hi = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
+  float acc = 0.0f;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    const BlockQ6_K& b = w[ib];
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    __m512i acc_r = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+      const __m512i q0 = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi16(qh, sh_lo), m30, 0xF8);
+      const __m512i q1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                   _mm512_srlv_epi16(qh, sh_hi), m30, 0xF8);
+      const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, _mm512_loadu_si512(ab.qs + 128 * h));
+      const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, _mm512_loadu_si512(ab.qs + 128 * h + 64));
+      acc_r = _mm512_dpwssd_epi32(acc_r, _mm512_packs_epi32(d0, d1), _mm512_permutexvar_epi16(idx_sc[h], sc));
+    }
+    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
+    int sumi, soff;
+    hsum2_epi32(acc_r, off, &sumi, &soff);
+    sumi -= soff << 5;
+    acc += (ab.d * half_to_float(b.d)) * static_cast<float>(sumi);
+  }
+  m.out[t * m.out_stride + r0] = acc;
+}
 
-Gemv4Fn gemv4_fn(GgmlType t) {
+// A pass and the weight rows it covers. Q6_K goes one row at a time: its 4-row version
+// (rows interleaved block by block, software prefetch) computed faster from cache but
+// streamed slower from memory than reading one row front to back and leaving the
+// prefetch to the hardware (see tests/bench/RESULTS.md).
+struct GemvPass {
+  Gemv4Fn fn;
+  int rows;
+};
+
+GemvPass gemv_pass(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_K: return gemv4_k4<BlockQ4_K, false>;
-    case GgmlType::Q5_K: return gemv4_k4<BlockQ5_K, true>;
-    default: return nullptr;
+    case GgmlType::Q4_K: return {gemv4_k4<BlockQ4_K, false>, kRows};
+    case GgmlType::Q5_K: return {gemv4_k4<BlockQ5_K, true>, kRows};
+    case GgmlType::Q6_K: return {gemv1_q6k, 1};
+    default: return {gemv4_fn_32(t), kRows};
   }
 }
 
 }  // namespace
 
-bool gemv_supported(GgmlType t) { return gemv4_fn(t) != nullptr; }
+bool gemv_supported(GgmlType t) { return gemv_pass(t).fn != nullptr; }
 
 int64_t gemv_rows(const MatmulArgs& m) {
-  const Gemv4Fn fn = gemv4_fn(m.wtype);
+  const GemvPass pass = gemv_pass(m.wtype);
   int64_t r = m.row_begin;
-  // Tokens inside the row loop: the 4 rows stay in L1 while each token passes.
-  for (; r + kRows <= m.row_end; r += kRows)
-    for (int64_t t = 0; t < m.n_tok; ++t) fn(m, t, r);
+  // Tokens inside the row loop: the pass's rows stay in L1 while each token passes.
+  for (; r + pass.rows <= m.row_end; r += pass.rows)
+    for (int64_t t = 0; t < m.n_tok; ++t) pass.fn(m, t, r);
   return r;
 }
 

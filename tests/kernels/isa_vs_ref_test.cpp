@@ -136,6 +136,47 @@ TEST(IsaVsRef, MatmulMatchesRefAndIsBatchInvariant) {
     }
 }
 
+// Decode (one activation row): the 4-row GEMV passes (kernels/avx512/matmul_gemv*.cpp)
+// and the tile loop for the rows left over are bit-identical to the reference for every
+// quantized type, on row ranges that are not multiples of 4 and block counts with tails
+// (32-blocks go 4 at a time), also with extreme quants against +-127 activations (int16
+// packing and offset arithmetic must not overflow). Rows outside the range stay untouched.
+TEST(IsaVsRef, DecodeGemvBitExact) {
+  std::mt19937 rng(18);
+  const int64_t n_out = 13;
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 13}, {0, 4}, {1, 6}, {3, 12}, {5, 13}, {12, 13}};
+  for (const KernelTable* kt : available_tables())
+    for (GgmlType t : weight_types()) {
+      if (!kquant(t)) continue;
+      const bool k = ggml_type_traits(t).block_size == 256;
+      for (int64_t n : k ? std::vector<int64_t>{256, 512, 768, 1536} : std::vector<int64_t>{32, 96, 128, 160, 224, 1408})
+        for (int fill : {-1, 0xFF, 0x80, 0x00}) {
+          auto w = random_weights(rng, t, n, n_out);
+          std::vector<float> x = random_floats(rng, n);
+          if (fill >= 0) {
+            fill_quants(t, w, static_cast<uint8_t>(fill));
+            for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = fill == 0xFF || i % 3 ? 1.0f : -1.0f;
+          }
+          const auto act = quantize_rows(*kt, t, x, n, 1);
+          for (auto [r0, r1] : ranges) {
+            std::vector<float> out(static_cast<size_t>(n_out), NAN);
+            run_matmul(*kt, t, n, w, act, r0, r1, 0, 1, out.data(), n_out);
+            for (int64_t r = 0; r < n_out; ++r) {
+              const float got = out[static_cast<size_t>(r)];
+              if (r < r0 || r >= r1) {
+                ASSERT_TRUE(std::isnan(got)) << isa_label(*kt, t) << " row " << r << " outside the range written";
+                continue;
+              }
+              const float want = ref::vec_dot(t, n, w.data() + r * ggml_row_size(t, n), act.data());
+              ASSERT_EQ(f32_to_bits(got), f32_to_bits(want))
+                  << isa_label(*kt, t) << " n=" << n << " fill=" << fill << " rows [" << r0 << ", " << r1 << ") row " << r
+                  << ": " << got << " vs " << want;
+            }
+          }
+        }
+    }
+}
+
 TEST(IsaVsRef, ElementwiseOps) {
   std::mt19937 rng(14);
   for (const KernelTable* kt : available_tables())

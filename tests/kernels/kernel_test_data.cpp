@@ -67,6 +67,15 @@ std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n, in
   return out;
 }
 
+void fill_quants(GgmlType t, std::vector<uint8_t>& w, uint8_t fill) {
+  const auto [d_off, m_off] = half_fields(t);
+  const size_t size = static_cast<size_t>(ggml_type_traits(t).type_size);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const int o = static_cast<int>(i % size);
+    if (o != d_off && o != d_off + 1 && (m_off < 0 || (o != m_off && o != m_off + 1))) w[i] = fill;
+  }
+}
+
 std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x,
                                    int64_t n, int64_t n_rows) {
   const GgmlType at = vec_dot_type(wtype);

@@ -27,6 +27,10 @@ std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo = -1.0f,
 // element is O(0.1). Rows are contiguous (stride ggml_row_size(t, n)).
 std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n, int64_t n_rows);
 
+// Sets every byte of the quantized rows w (type t, blocks back to back) that is not an
+// fp16 scale field to fill: the extreme quants (and K-quant scales) for overflow checks.
+void fill_quants(GgmlType t, std::vector<uint8_t>& w, uint8_t fill);
+
 // n_rows activation rows of n floats quantized to vec_dot_type(wtype) by table kt.
 std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x,
                                    int64_t n, int64_t n_rows);
