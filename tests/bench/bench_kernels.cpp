@@ -74,14 +74,17 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
       benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * iters / 1e9, benchmark::Counter::kIsRate);
 }
 
-// Decode attention (1 query at position ctx - 1) over a paged F16 cache of 16-token pages.
+// Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
+// or a prefill chunk (the last n_q positions of ctx); one call for all heads, or one call
+// per head as the model splits attention over threads.
 struct AttnProblem {
   std::vector<uint8_t> pages;
   std::vector<const uint8_t*> blocks;
   std::vector<float> q, out;
+  std::vector<int32_t> pos;
 };
 
-void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx) {
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, bool per_head) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -89,6 +92,7 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   }
   // MLA: V2-Lite-like 16 heads over [c 512 | k_pe 64]; GQA: Qwen-1.5B-like 12 heads, 2 KV heads of 128.
   const int n_head = mla ? 16 : 12, width = mla ? 576 : 2 * 2 * 128, block = 16;
+  const int d_q = mla ? 576 : 128, d_v = mla ? 512 : 128;
   std::mt19937 rng(5);
   AttnProblem p;
   const size_t row = static_cast<size_t>(width) * 2;
@@ -96,28 +100,37 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   const auto x = ds::test::random_floats(rng, width);
   for (int64_t j = 0; j < ctx; ++j) kt->store_kv(GgmlType::F16, x.data(), p.pages.data() + j * row, width);
   for (int64_t b = 0; b * block < ctx; ++b) p.blocks.push_back(p.pages.data() + b * block * row);
-  p.q = ds::test::random_floats(rng, n_head * 576);
-  p.out.resize(static_cast<size_t>(n_head) * 512);
-  const int32_t pos = static_cast<int32_t>(ctx - 1);
+  p.q = ds::test::random_floats(rng, n_q * n_head * d_q);
+  p.out.resize(static_cast<size_t>(n_q * n_head * d_v));
+  for (int64_t i = ctx - n_q; i < ctx; ++i) p.pos.push_back(static_cast<int32_t>(i));
   const ds::KvView kv{.type = GgmlType::F16, .blocks = p.blocks.data(), .block_size = block, .row_stride = row,
                       .head_offset = mla ? 0u : 256u, .elem_offset = 0};
-  for (auto _ : state) {
+  auto run = [&](int h0, int h1) {
     if (mla) {
-      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = 1, .q_abs = p.q.data(),
-                    .q_pe = p.q.data() + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = &pos,
-                    .kv = kv, .out = p.out.data(), .out_tok_stride = n_head * 512, .out_head_stride = 512,
-                    .head_begin = 0, .head_end = n_head});
+      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n_q, .q_abs = p.q.data(),
+                    .q_pe = p.q.data() + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576,
+                    .q_pos = p.pos.data(), .kv = kv, .out = p.out.data(), .out_tok_stride = n_head * 512,
+                    .out_head_stride = 512, .head_begin = h0, .head_end = h1});
     } else {
       ds::KvView v = kv;
       v.elem_offset = 2 * 128 * 2;
-      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = 1,
-                      .q = p.q.data(), .q_tok_stride = n_head * 128, .q_head_stride = 128, .q_pos = &pos, .k = kv,
-                      .v = v, .out = p.out.data(), .out_tok_stride = n_head * 128, .out_head_stride = 128,
-                      .head_begin = 0, .head_end = n_head});
+      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n_q,
+                      .q = p.q.data(), .q_tok_stride = n_head * 128, .q_head_stride = 128, .q_pos = p.pos.data(),
+                      .k = kv, .v = v, .out = p.out.data(), .out_tok_stride = n_head * 128, .out_head_stride = 128,
+                      .head_begin = h0, .head_end = h1});
+    }
+  };
+  for (auto _ : state) {
+    if (per_head) {
+      for (int h = 0; h < n_head; ++h) run(h, h + 1);
+    } else {
+      run(0, n_head);
     }
     benchmark::DoNotOptimize(p.out.data());
   }
-  const double flops = 2.0 * n_head * static_cast<double>(ctx) * (mla ? 576 + 512 : 256);
+  double rows = 0.0;  // (query, KV row) pairs
+  for (int32_t pos : p.pos) rows += pos + 1.0;
+  const double flops = 2.0 * n_head * rows * (mla ? 576 + 512 : 256);
   state.counters["GFLOPS"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
                                                 benchmark::Counter::kIsRate);
 }
@@ -128,7 +141,20 @@ void register_all() {
       for (int64_t ctx : {512, 4096, 16384}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
                                  std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, false)
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((name + "/per_head").c_str(), bench_attention, isa, mla, ctx, 1, true)
+            ->Unit(benchmark::kMicrosecond);
+      }
+  // Prefill, one call per head (the model's split): a 512-token chunk over its own causal
+  // context, and the second chunk of 1024.
+  for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
+    for (bool mla : {true, false})
+      for (int64_t ctx : {512, 1024}) {
+        const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
+                                 "/f16/prefill:512/ctx:" + std::to_string(ctx);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, true)
+            ->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
