@@ -89,61 +89,37 @@ void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const 
   ctx.matmul_jobs(jobs, static_cast<int>(H));
 }
 
-// Absorbed attention of every (sequence, query, head) over the sequence's latent cache.
-// Work items are (sequence, block of up to kQueryBlock queries, group of heads). Every head
-// of a query reads the same latent rows, which the kernel converts once per tile for all
-// the heads of its call, so an item normally takes all heads; heads are split only when
-// there are fewer query blocks than threads (single-sequence decode on 2 threads: 2 groups
-// of 8). Items are grabbed one at a time: causal prefill makes later query blocks costlier.
-// Each (query, head) output is computed the same way whatever its item holds
-// [BATCH_INVARIANT].
+// Absorbed attention of every (sequence, query, head) over the sequence's latent cache,
+// in the work items of ForwardCtx::for_each_attention_item.
 void Deepseek2Model::mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const {
-  constexpr int64_t kQueryBlock = 16;
   const Batch& b = ctx.batch;
   const int H = hp_.n_head;
   const int64_t kvl = hp_.kv_lora, rope = hp_.n_rot, qs = kvl + rope;
   const size_t layer_off = ctx.kv.offset(il, 0);
-  struct QBlock {  // scratch_bytes counts 32 bytes per token for these
-    int seq;
-    int64_t q0, n;  // queries [q0, q0 + n) of the sequence
-  };
-  int64_t n_blocks = 0;
-  for (int s = 0; s < b.n_seqs; ++s) n_blocks += (b.seqs[s].n + kQueryBlock - 1) / kQueryBlock;
-  QBlock* blocks = ctx.arena.alloc<QBlock>(n_blocks);
-  n_blocks = 0;
-  for (int s = 0; s < b.n_seqs; ++s)
-    for (int64_t q0 = 0; q0 < b.seqs[s].n; q0 += kQueryBlock)
-      blocks[n_blocks++] = QBlock{s, q0, std::min(kQueryBlock, b.seqs[s].n - q0)};
-  const int64_t nth = ctx.pool.n_threads();
-  const int groups = static_cast<int>(std::clamp<int64_t>((nth + n_blocks - 1) / std::max<int64_t>(n_blocks, 1), 1, H));
-  ctx.pool.parallel_for(n_blocks * groups, 1, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const QBlock& qb = blocks[i / groups];
-      const SeqSlice& sq = b.seqs[qb.seq];
-      const int g = static_cast<int>(i % groups);
-      const int64_t t0 = sq.t0 + qb.q0;
-      ctx.kt.mla_attn(MlaArgs{.n_head = H,
-                              .kv_lora = static_cast<int>(kvl),
-                              .n_rope = static_cast<int>(rope),
-                              .scale = hp_.kq_scale(),
-                              .n_q = qb.n,
-                              .q_abs = qcat + t0 * H * qs,
-                              .q_pe = qcat + t0 * H * qs + kvl,
-                              .q_tok_stride = H * qs,
-                              .q_head_stride = qs,
-                              .q_pos = b.pos + t0,
-                              .kv = KvView{.type = ctx.kv.type,
-                                           .blocks = sq.kv_blocks,
-                                           .block_size = ctx.kv.block_size,
-                                           .row_stride = ctx.kv.row_bytes,
-                                           .head_offset = 0,
-                                           .elem_offset = layer_off},
-                              .out = o + t0 * H * kvl,
-                              .out_tok_stride = H * kvl,
-                              .out_head_stride = kvl,
-                              .head_begin = H * g / groups,
-                              .head_end = H * (g + 1) / groups});
-    }
+  ctx.for_each_attention_item(H, [&](int seq, int64_t q0, int64_t n, int h0, int h1) {
+    const SeqSlice& sq = b.seqs[seq];
+    const int64_t t0 = sq.t0 + q0;
+    ctx.kt.mla_attn(MlaArgs{.n_head = H,
+                            .kv_lora = static_cast<int>(kvl),
+                            .n_rope = static_cast<int>(rope),
+                            .scale = hp_.kq_scale(),
+                            .n_q = n,
+                            .q_abs = qcat + t0 * H * qs,
+                            .q_pe = qcat + t0 * H * qs + kvl,
+                            .q_tok_stride = H * qs,
+                            .q_head_stride = qs,
+                            .q_pos = b.pos + t0,
+                            .kv = KvView{.type = ctx.kv.type,
+                                         .blocks = sq.kv_blocks,
+                                         .block_size = ctx.kv.block_size,
+                                         .row_stride = ctx.kv.row_bytes,
+                                         .head_offset = 0,
+                                         .elem_offset = layer_off},
+                            .out = o + t0 * H * kvl,
+                            .out_tok_stride = H * kvl,
+                            .out_head_stride = kvl,
+                            .head_begin = h0,
+                            .head_end = h1});
   });
 }
 
