@@ -134,21 +134,19 @@ void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
   float* xn = ar.alloc<float>(T * E);
   ctx.rms_norm_rows(x, E, lw.attn_norm, eps, T, E, xn, E);
   ActRows a(ctx, xn, T, E, E);
+  // 2. kv = [c | k_pe] in the same pass as q (or q_a); c normalized in place.
   float* q = ar.alloc<float>(T * H * qw);
+  float* kv = ar.alloc<float>(T * (kvl + rope));
   if (lw.wq_a) {
     const int64_t ql = hp_.q_lora;
     float* qa = ar.alloc<float>(T * ql);
-    matmul(ctx, lw.wq_a, a, qa, ql);
+    matmul_many(ctx, a, {{&lw.wq_a, qa, ql}, {&lw.wkv_a, kv, kvl + rope}});
     ctx.rms_norm_rows(qa, ql, lw.q_a_norm, eps, T, ql, qa, ql);
     ActRows aq(ctx, qa, T, ql, ql);
     matmul(ctx, lw.wq_b, aq, q, H * qw);
   } else {
-    matmul(ctx, lw.wq_b, a, q, H * qw);
+    matmul_many(ctx, a, {{&lw.wq_b, q, H * qw}, {&lw.wkv_a, kv, kvl + rope}});
   }
-
-  // 2. kv = [c | k_pe]; c normalized in place.
-  float* kv = ar.alloc<float>(T * (kvl + rope));
-  matmul(ctx, lw.wkv_a, a, kv, kvl + rope);
   ctx.rms_norm_rows(kv, kvl + rope, lw.kv_a_norm, eps, T, kvl, kv, kvl + rope);
 
   // RoPE on q_pe (every head) and the shared k_pe; then the latent row goes to the cache.

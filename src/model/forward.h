@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 
 #include "kernels/kernels.h"
@@ -257,5 +258,14 @@ class ActRows {
 
 // y = W x for activation rows a: out[t * out_stride + r].
 void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_stride);
+
+// Several products of the same activation rows (Q/K/V, MLA's q_a and kv_a) in one parallel
+// pass: one synchronization instead of one per matrix. Same outputs as separate matmul()s.
+struct MatOut {
+  const Mat* w;
+  float* out;
+  int64_t out_stride;
+};
+void matmul_many(ForwardCtx& ctx, ActRows& a, std::initializer_list<MatOut> outs);
 
 }  // namespace ds

@@ -68,9 +68,7 @@ void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) 
   float* q = ar.alloc<float>(T * H * hk);
   float* k = ar.alloc<float>(T * KV * hk);
   float* v = ar.alloc<float>(T * KV * hv);
-  matmul(ctx, lw.wq, a, q, H * hk);
-  matmul(ctx, lw.wk, a, k, KV * hk);
-  matmul(ctx, lw.wv, a, v, KV * hv);
+  matmul_many(ctx, a, {{&lw.wq, q, H * hk}, {&lw.wk, k, KV * hk}, {&lw.wv, v, KV * hv}});
   add_bias(ctx, q, T, H * hk, lw.bq);
   add_bias(ctx, k, T, KV * hk, lw.bk);
   add_bias(ctx, v, T, KV * hv, lw.bv);
