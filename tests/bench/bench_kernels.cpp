@@ -79,8 +79,8 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
 }
 
 // Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
-// or a prefill chunk (the last n_q positions of ctx); one call for all heads, or one call
-// per head as the model splits attention over threads.
+// or a prefill chunk (the last n_q positions of ctx), cut into calls as the models' work
+// items are (ForwardCtx::for_each_attention_item): blocks of 16 queries, all heads per call.
 struct AttnProblem {
   std::vector<uint8_t> pages;
   std::vector<const uint8_t*> blocks;
@@ -88,7 +88,7 @@ struct AttnProblem {
   std::vector<int32_t> pos;
 };
 
-void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, bool per_head) {
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -109,27 +109,25 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   for (int64_t i = ctx - n_q; i < ctx; ++i) p.pos.push_back(static_cast<int32_t>(i));
   const ds::KvView kv{.type = GgmlType::F16, .blocks = p.blocks.data(), .block_size = block, .row_stride = row,
                       .head_offset = mla ? 0u : 256u, .elem_offset = 0};
-  auto run = [&](int h0, int h1) {
+  // Queries [q0, q0 + n), all heads.
+  auto run = [&](int64_t q0, int64_t n) {
     if (mla) {
-      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n_q, .q_abs = p.q.data(),
-                    .q_pe = p.q.data() + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576,
-                    .q_pos = p.pos.data(), .kv = kv, .out = p.out.data(), .out_tok_stride = n_head * 512,
-                    .out_head_stride = 512, .head_begin = h0, .head_end = h1});
+      const float* q = p.q.data() + q0 * n_head * 576;
+      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = q,
+                    .q_pe = q + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = p.pos.data() + q0,
+                    .kv = kv, .out = p.out.data() + q0 * n_head * 512, .out_tok_stride = n_head * 512,
+                    .out_head_stride = 512, .head_begin = 0, .head_end = n_head});
     } else {
       ds::KvView v = kv;
       v.elem_offset = 2 * 128 * 2;
-      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n_q,
-                      .q = p.q.data(), .q_tok_stride = n_head * 128, .q_head_stride = 128, .q_pos = p.pos.data(),
-                      .k = kv, .v = v, .out = p.out.data(), .out_tok_stride = n_head * 128, .out_head_stride = 128,
-                      .head_begin = h0, .head_end = h1});
+      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n,
+                      .q = p.q.data() + q0 * n_head * 128, .q_tok_stride = n_head * 128, .q_head_stride = 128,
+                      .q_pos = p.pos.data() + q0, .k = kv, .v = v, .out = p.out.data() + q0 * n_head * 128,
+                      .out_tok_stride = n_head * 128, .out_head_stride = 128, .head_begin = 0, .head_end = n_head});
     }
   };
   for (auto _ : state) {
-    if (per_head) {
-      for (int h = 0; h < n_head; ++h) run(h, h + 1);
-    } else {
-      run(0, n_head);
-    }
+    for (int64_t q0 = 0; q0 < n_q; q0 += 16) run(q0, std::min<int64_t>(16, n_q - q0));
     benchmark::DoNotOptimize(p.out.data());
   }
   double rows = 0.0;  // (query, KV row) pairs
@@ -145,20 +143,15 @@ void register_all() {
       for (int64_t ctx : {512, 4096, 16384}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
                                  std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, false)
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark((name + "/per_head").c_str(), bench_attention, isa, mla, ctx, 1, true)
-            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1)->Unit(benchmark::kMicrosecond);
       }
-  // Prefill, one call per head (the model's split): a 512-token chunk over its own causal
-  // context, and the second chunk of 1024.
+  // Prefill: a 512-token chunk over its own causal context, and the second chunk of 1024.
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
     for (bool mla : {true, false})
       for (int64_t ctx : {512, 1024}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
                                  "/f16/prefill:512/ctx:" + std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, true)
-            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512)->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
