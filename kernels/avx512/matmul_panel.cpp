@@ -71,6 +71,18 @@ inline __m512i byte_of(__m512i v, int k) {
   return _mm512_and_si512(_mm512_srli_epi32(v, 8 * k), _mm512_set1_epi32(0xFF));
 }
 
+// Software prefetch of bytes [p, p + len) of the 16 rows (`stride` apart), issued one
+// block ahead of the multiply: the rows are 16 separate streams, and an expert's weights
+// come from memory once per step (measured: a 48-token Q4_K expert product ran ~15% slower
+// on matrices cycled from memory than on one hot in cache).
+inline void prefetch_rows(const uint8_t* p, size_t stride, int len) {
+  for (int r = 0; r < 16; ++r) {
+    const auto* q = reinterpret_cast<const char*>(p + r * stride);
+    for (int o = 0; o < len; o += 64) _mm_prefetch(q + o, _MM_HINT_T0);
+    _mm_prefetch(q + len - 1, _MM_HINT_T0);
+  }
+}
+
 // Scales, mins and block scales of 16 rows (SPEC.md "Block formats" scales formula, four
 // sub-blocks per 32-bit word, vectorized across rows). blk: the row-0 block.
 void unpack_scales_k4(const uint8_t* d_dmin, const uint8_t* scales, __m512i vidx, PanelK4& p) {
@@ -161,6 +173,8 @@ void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   for (int64_t ib = 0; ib < nb; ++ib) {
     const auto* b = reinterpret_cast<const WB*>(w0) + ib;
     const auto* base = reinterpret_cast<const uint8_t*>(b);
+    // The next superblock, or after the last one the next panel's first (rows r0 + 16...).
+    prefetch_rows(ib + 1 < nb ? base + sizeof(WB) : w0 + 16 * m.w_row_stride, m.w_row_stride, sizeof(WB));
     unpack_scales_k4(base + offsetof(WB, d), base + offsetof(WB, scales), vidx, p);
     const uint8_t* qh = nullptr;
     if constexpr (kHasQh) qh = base + offsetof(WB, qh);
@@ -256,7 +270,10 @@ void panel_q6k(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   PanelQ6K p;
-  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+  const int64_t nb = m.n_in / kQK_K;
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const auto* next = ib + 1 < nb ? w0 + (ib + 1) * sizeof(BlockQ6_K) : w0 + 16 * m.w_row_stride;
+    prefetch_rows(next, m.w_row_stride, sizeof(BlockQ6_K));
     unpack_q6k(reinterpret_cast<const BlockQ6_K*>(w0) + ib, m.w_row_stride, vidx, p);
     const BlockQ8_K* a[kPanelToks];
     int64_t t = 0;
@@ -374,6 +391,9 @@ void panel32(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   Panel32 p;
   for (int64_t ib = 0; ib < m.n_in / 32; ++ib) {
+    // Two lines ahead of this block: each line is prefetched 2-4 times (blocks of 18-36
+    // bytes), cheap next to 16 rows x the activation rows of multiply-adds.
+    prefetch_rows(w0 + ib * sizeof(typename L::WB) + 128, m.w_row_stride, 1);
     L::unpack(w0 + ib * sizeof(typename L::WB), vidx, p);
     const AB* a[kPanelToks];
     int64_t t = 0;
