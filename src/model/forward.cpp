@@ -151,4 +151,23 @@ void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_s
   ctx.matmul(w, act, stride, a.n_rows(), out, out_stride);
 }
 
+void matmul_many(ForwardCtx& ctx, ActRows& a, std::initializer_list<MatOut> outs) {
+  constexpr int kMax = 4;
+  MatJob jobs[kMax];
+  int n = 0;
+  for (const MatOut& o : outs) {
+    if (n == kMax) {  // more than kMax: the rest one by one
+      matmul(ctx, *o.w, a, o.out, o.out_stride);
+      continue;
+    }
+    size_t stride = 0;
+    const void* act = a.get(o.w->type, &stride);
+    jobs[n++] = MatJob{*o.w, act, stride, a.n_rows(), o.out, o.out_stride};
+  }
+  if (a.n_rows() == 0 || n == 0) return;
+  const size_t mark = ctx.arena.mark();
+  ctx.matmul_jobs(jobs, n);
+  ctx.arena.reset(mark);
+}
+
 }  // namespace ds

@@ -96,7 +96,8 @@ void usage() {
       "  --kv-type T  KV cache type f32|f16|bf16|q8_0 (default f16)\n"
       "  --json       one line with one JSON object (pp_tps, tg_tps, batch_tg_tps, bandwidth_gbs,\n"
       "               int8_gops, tg_roofline, pp_roofline, ...)\n"
-      "  --profile    break one prefill chunk and one decode step down by stage\n"
+      "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
+      "               step down by stage (decode steps: mean of 8)\n"
       "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n");
 }
 
@@ -179,8 +180,10 @@ Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vec
   return dt;
 }
 
-void print_profile(const char* what, const Engine& e) {
+// Stage times of the engine's profile divided by n_steps (a mean step).
+void print_profile(const char* what, const Engine& e, int n_steps = 1) {
   auto p = e.profile();
+  for (auto& [name, secs] : p) secs /= n_steps;
   double total = 0;
   for (const auto& [name, secs] : p) total += secs;
   std::printf("profile of %s (%.2f ms):\n", what, total * 1e3);
@@ -276,9 +279,15 @@ int cmd_bench(const std::vector<std::string>& args) {
     e.profile_reset();
     (void)run_prefill(e, prompt, logits);
     print_profile(("one prefill chunk of " + std::to_string(b.n_prompt) + " tokens").c_str(), e);
+    constexpr int kSteps = 8;
     e.profile_reset();
-    (void)run_decode(e, 1, 1, n_vocab, logits);
-    print_profile("one decode step", e);
+    (void)run_decode(e, 1, kSteps, n_vocab, logits);
+    print_profile("one decode step (mean of 8)", e, kSteps);
+    if (b.batch > 0) {
+      e.profile_reset();
+      (void)run_decode(e, b.batch, kSteps, n_vocab, logits);
+      print_profile(("one decode step of " + std::to_string(b.batch) + " sequences (mean of 8)").c_str(), e, kSteps);
+    }
     e.set_profiling(false);
   }
   return 0;

@@ -30,6 +30,10 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
                           std::to_string(n_out) + "x" + std::to_string(n_tok) + "c" + std::to_string(copies);
   for (auto& [k, p] : cache)
     if (k == key) return p;
+  if (copies > 1) {  // keep one cold problem alive at a time (each is hundreds of MB)
+    for (auto& [k, p] : cache)
+      if (p.w.size() > (size_t{64} << 20)) p = Problem{};
+  }
   std::mt19937 rng(1);
   Problem p;
   p.w = ds::test::random_weights(rng, t, n_in, n_out * copies);
@@ -166,7 +170,8 @@ void register_all() {
       }
   // Cold decode GEMV: 48 different 1536x8960 matrices (the dense model's FFN shape), about
   // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0})
+  // Small batches (batched decode: 2-8 sequences, MoE experts seeing 1-3 tokens) on 1 thread.
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
     for (int n_threads : {1, 2}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
@@ -174,6 +179,15 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
+    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K) continue;
+    for (int64_t n_tok : {2, 3, 4, 8}) {
+      const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
+                               "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 48)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
   // oneDNN (its own threading: set OMP_NUM_THREADS to compare with one of our threads).
   for (GgmlType t : {GgmlType::F32, GgmlType::BF16})
     for (auto [n_in, n_out] : shapes)
