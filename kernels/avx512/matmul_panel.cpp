@@ -203,6 +203,87 @@ void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
 }
 
+// Two panels (32 rows) at once: each activation broadcast feeds both panels' dpbusd, so a
+// dpbusd needs 0.75 loads instead of 1.125 (4 tokens x 2 panels; 8 chains as with 8 tokens
+// x 1 panel). Measured, Q4_K 2048x1408, 1 thread: 256 tokens 1.2x, 48 tokens ~1.07x.
+template <int NT>
+[[gnu::always_inline]] inline void accumulate_k4x2(const PanelK4* p, const BlockQ8_K* const* a, __m512* acc0,
+                                                   __m512* acc1) {
+  __m512i sumi[2][NT], summ[2][NT];
+  for (int r = 0; r < 2; ++r)
+    for (int t = 0; t < NT; ++t) sumi[r][t] = summ[r][t] = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) {
+    __m512i s[2][NT];
+    for (int r = 0; r < 2; ++r)
+      for (int t = 0; t < NT; ++t) s[r][t] = _mm512_setzero_si512();
+    for (int g = 0; g < 8; ++g) {
+      __m512i w0 = p[0].q[j][g], w1 = p[1].q[j][g];
+      __asm__("" : "+v"(w0), "+v"(w1));
+      for (int t = 0; t < NT; ++t) {
+        int32_t a4;
+        __builtin_memcpy(&a4, a[t]->qs + 32 * j + 4 * g, 4);
+        __m512i b = _mm512_set1_epi32(a4);
+        __asm__("" : "+v"(b));
+        s[0][t] = _mm512_dpbusd_epi32(s[0][t], w0, b);
+        s[1][t] = _mm512_dpbusd_epi32(s[1][t], w1, b);
+      }
+    }
+    for (int r = 0; r < 2; ++r)
+      for (int t = 0; t < NT; ++t) sumi[r][t] = _mm512_add_epi32(sumi[r][t], _mm512_mullo_epi32(s[r][t], p[r].sc[j]));
+  }
+  for (int j = 0; j < 8; ++j)
+    for (int t = 0; t < NT; ++t) {
+      int32_t b2;
+      __builtin_memcpy(&b2, a[t]->bsums + 2 * j, 4);
+      const __m512i bb = _mm512_set1_epi32(b2);
+      for (int r = 0; r < 2; ++r) summ[r][t] = _mm512_dpwssd_epi32(summ[r][t], bb, p[r].mp[j]);
+    }
+  for (int r = 0; r < 2; ++r)
+    for (int t = 0; t < NT; ++t) {
+      const __m512 ad = _mm512_set1_ps(a[t]->d);
+      const __m512 dall = _mm512_mul_ps(ad, p[r].d), dmin = _mm512_mul_ps(ad, p[r].dmin);
+      const __m512 step = _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi[r][t])),
+                                        _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[r][t])));
+      __m512* acc = r == 0 ? acc0 : acc1;
+      acc[t] = _mm512_add_ps(acc[t], step);
+    }
+}
+
+template <class WB, bool kHasQh>
+void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const int64_t nb = m.n_in / kQK_K;
+  const auto* act = static_cast<const uint8_t*>(m.act);
+  __m512 acc[2][kPanelMaxTok];
+  for (int64_t t = 0; t < nt; ++t) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+  PanelK4 p[2];
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    for (int r = 0; r < 2; ++r) {
+      const auto* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<const WB*>(w0 + 16 * r * m.w_row_stride) + ib);
+      prefetch_rows(ib + 1 < nb ? base + sizeof(WB) : w0 + (32 + 16 * r) * m.w_row_stride, m.w_row_stride, sizeof(WB));
+      unpack_scales_k4(base + offsetof(WB, d), base + offsetof(WB, scales), vidx, p[r]);
+      const uint8_t* qh = nullptr;
+      if constexpr (kHasQh) qh = base + offsetof(WB, qh);
+      unpack_quants_k4(base + offsetof(WB, qs), qh, m.w_row_stride, p[r]);
+    }
+    int64_t t = 0;
+    const BlockQ8_K* a[kPanelToks];
+    for (; t + kPanelToks <= nt; t += kPanelToks) {
+      for (int k = 0; k < kPanelToks; ++k)
+        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
+      accumulate_k4x2<kPanelToks>(p, a, acc[0] + t, acc[1] + t);
+    }
+    for (; t < nt; ++t) {
+      a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
+      accumulate_k4x2<1>(p, a, acc[0] + t, acc[1] + t);
+    }
+  }
+  for (int r = 0; r < 2; ++r)
+    for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0 + 16 * r, acc[r][t]);
+}
+
 // Q6_K: 16 sub-blocks of 16 = 4 groups of 4 quants (u8 0..63; the -32 goes through the
 // bsums), 16 signed scales.
 struct PanelQ6K {
@@ -504,15 +585,20 @@ bool panel_supported(GgmlType t) {
   }
 }
 
-void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
-  if (m.wtype == GgmlType::Q4_K) return panel_k4<BlockQ4_K, false>(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q5_K) return panel_k4<BlockQ5_K, true>(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q6_K) return panel_q6k(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q8_0) return panel32<P32Q8_0>(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q4_0) return panel32<P32Q4_0>(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q5_0) return panel32<P32Q5_0>(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q4_1) return panel32<P32Q4_1>(m, r0, t0, nt);
-  if (m.wtype == GgmlType::Q5_1) return panel32<P32Q5_1>(m, r0, t0, nt);
+int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  const bool pair = r0 + 32 <= m.row_end;
+  switch (m.wtype) {
+    case GgmlType::Q4_K: pair ? panel_k4x2<BlockQ4_K, false>(m, r0, t0, nt) : panel_k4<BlockQ4_K, false>(m, r0, t0, nt); break;
+    case GgmlType::Q5_K: pair ? panel_k4x2<BlockQ5_K, true>(m, r0, t0, nt) : panel_k4<BlockQ5_K, true>(m, r0, t0, nt); break;
+    case GgmlType::Q6_K: panel_q6k(m, r0, t0, nt); return 16;
+    case GgmlType::Q8_0: panel32<P32Q8_0>(m, r0, t0, nt); return 16;
+    case GgmlType::Q4_0: panel32<P32Q4_0>(m, r0, t0, nt); return 16;
+    case GgmlType::Q5_0: panel32<P32Q5_0>(m, r0, t0, nt); return 16;
+    case GgmlType::Q4_1: panel32<P32Q4_1>(m, r0, t0, nt); return 16;
+    case GgmlType::Q5_1: panel32<P32Q5_1>(m, r0, t0, nt); return 16;
+    default: return 16;
+  }
+  return pair ? 32 : 16;
 }
 
 }  // namespace ds::avx512

@@ -34,14 +34,17 @@ void ForwardCtx::matmul(const Mat& w, const void* act, size_t act_stride, int64_
 }
 
 void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
-  // Row blocks of kRows (a multiple of every kernel's row tile); item i of the k-th job in
-  // `order` covers rows [(i - first[k]) * kRows, ...).
-  constexpr int64_t kRows = 16;
-  // An item's cost ~ (tokens + unpack) * weight bytes per row; unpacking a 16-row panel
+  // Row blocks of rows_of(job) (a multiple of every kernel's row tile); item i of the k-th
+  // job in `order` covers rows [(i - first[k]) * rows_of(job), ...). From 8 tokens on
+  // (where the AVX-512 kernels switch to 16-row panels) blocks of 32 rows let the K-quant
+  // panels run two panels per pass; decode keeps 16-row GEMV blocks.
+  auto rows_of = [](const MatJob& job) -> int64_t { return job.n_tok >= 8 ? 32 : 16; };
+  // An item's cost ~ (tokens + unpack) * row bytes * rows; unpacking a 16-row panel
   // costs about 5 activation rows (kernels/avx512/matmul.cpp).
   constexpr int64_t kUnpackTok = 5;
   auto item_cost = [&](int j) {
-    return jobs[j].n_tok > 0 ? (jobs[j].n_tok + kUnpackTok) * static_cast<int64_t>(jobs[j].w.row_stride) : 0;
+    const MatJob& job = jobs[j];
+    return job.n_tok > 0 ? (job.n_tok + kUnpackTok) * static_cast<int64_t>(job.w.row_stride) * rows_of(job) : 0;
   };
   // Costliest items first (longest-processing-time order): MoE steps mix shared-expert
   // items over all T tokens with routed-expert items over ~T*K/X tokens, 10-20x cheaper;
@@ -58,7 +61,7 @@ void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
     first[k] = n_items;
     const MatJob& job = jobs[order[k]];
     if (job.n_tok == 0) continue;
-    const int64_t items = (job.w.n_out + kRows - 1) / kRows;
+    const int64_t items = (job.w.n_out + rows_of(job) - 1) / rows_of(job);
     n_items += items;
     total_cost += items * item_cost(order[k]);
   }
@@ -75,13 +78,13 @@ void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
     for (int64_t i = i0; i < i1; ++i) {
       while (i >= first[k + 1]) ++k;
       const MatJob& job = jobs[order[k]];
-      const int64_t r0 = (i - first[k]) * kRows;
+      const int64_t rows = rows_of(job), r0 = (i - first[k]) * rows;
       MatmulArgs a{.wtype = job.w.type,
                    .w = job.w.data,
                    .w_row_stride = job.w.row_stride,
                    .n_in = job.w.n_in,
                    .row_begin = r0,
-                   .row_end = std::min(r0 + kRows, job.w.n_out),
+                   .row_end = std::min(r0 + rows, job.w.n_out),
                    .act = job.act,
                    .act_row_stride = job.act_stride,
                    .n_tok = job.n_tok,
