@@ -8,7 +8,7 @@ namespace ds::avx512 {
 #include "kernels/simd/entry_points.inc"
 
 // matmul_panel.cpp: weight rows [r0, r0 + 16), or [r0, r0 + 32) where r0 + 32 <= row_end
-// and the type has a two-panel kernel (Q4_K, Q5_K), x activation rows [t0, t0 + nt),
+// and the type has a two-panel kernel (all but Q6_K), x activation rows [t0, t0 + nt),
 // nt <= kPanelMaxTok; returns the rows done (16 or 32). Bit-identical to matmul
 // ([KQUANT_EXACT]); only for the types panel_supported() accepts.
 constexpr int64_t kPanelMaxTok = 256;

@@ -36,8 +36,8 @@ void ForwardCtx::matmul(const Mat& w, const void* act, size_t act_stride, int64_
 void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
   // Row blocks of rows_of(job) (a multiple of every kernel's row tile); item i of the k-th
   // job in `order` covers rows [(i - first[k]) * rows_of(job), ...). From 8 tokens on
-  // (where the AVX-512 kernels switch to 16-row panels) blocks of 32 rows let the K-quant
-  // panels run two panels per pass; decode keeps 16-row GEMV blocks.
+  // (where the AVX-512 kernels switch to 16-row panels) blocks of 32 rows let the panel
+  // kernels run two panels per pass; decode keeps 16-row GEMV blocks.
   auto rows_of = [](const MatJob& job) -> int64_t { return job.n_tok >= 8 ? 32 : 16; };
   // An item's cost ~ (tokens + unpack) * row bytes * rows; unpacking a 16-row panel
   // costs about 5 activation rows (kernels/avx512/matmul.cpp).
