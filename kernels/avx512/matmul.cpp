@@ -216,7 +216,7 @@ void matmul(const MatmulArgs& m) {
   const int64_t panel_rows = (m.row_end - m.row_begin) / 16 * 16;
   for (int64_t t0 = 0; t0 < m.n_tok; t0 += kPanelChunk) {
     const int64_t nt = std::min(kPanelChunk, m.n_tok - t0);
-    for (int64_t r = m.row_begin; r < m.row_begin + panel_rows; r += 16) panel_matmul(m, r, t0, nt);
+    for (int64_t r = m.row_begin; r < m.row_begin + panel_rows;) r += panel_matmul(m, r, t0, nt);
   }
   MatmulArgs rest = m;
   rest.row_begin += panel_rows;

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "kernel_test_data.h"
@@ -171,6 +172,21 @@ void register_all() {
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  // MoE expert products (V3-style bench model: gate/up 2048 -> 1408 Q4_K, down 1408 -> 2048
+  // Q5_0 or Q8_0) on the ~48 tokens an expert sees in a 512-token step. CPU time, one thread:
+  // steadier than wall time on a shared machine. COLD: 64 different matrices cycled
+  // through (~100 MB), so the weights stream from memory as an expert's do in a step.
+  for (auto [t, n_in, n_out] : {std::tuple{GgmlType::Q4_K, 2048, 1408}, std::tuple{GgmlType::Q5_0, 1408, 2048},
+                                std::tuple{GgmlType::Q8_0, 1408, 2048}})
+    for (int64_t n_tok : {48, 256})
+      for (int copies : {1, 64}) {  // 64: a different expert's matrix each time, from memory
+        const std::string name = std::string(copies > 1 ? "GEMM_MOE_COLD/avx512/" : "GEMM_MOE/avx512/") +
+                                 ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" + std::to_string(n_out) +
+                                 "/tok:" + std::to_string(n_tok);
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, n_tok, 1, false,
+                                     copies)
+            ->Unit(benchmark::kMicrosecond);
+      }
   // Cold decode GEMV: 48 different 1536x8960 matrices (the dense model's FFN shape), about
   // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
   // Small batches (batched decode: 2-8 sequences, MoE experts seeing 1-3 tokens) on 1 thread.
