@@ -28,8 +28,29 @@ struct Vec8 {
   static T fmadd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T exp(T x) { return exp_ps(x); }
   static float reduce_add(T v) { return hsum256(v); }
+  [[gnu::always_inline]] static T reduce_block(const T* a);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
 };
+
+// Lane k = the sum of the 8 lanes of a[k], by one tree for every lane whatever the other
+// inputs: s1[l] = v[l] + v[l + 4], s2[l] = s1[l] + s1[l + 2], s2[0] + s2[1] (the driver's
+// [BATCH_INVARIANT] scores rely on it). Each step adds pairs of inputs' halves side by
+// side; the last permute puts a[k]'s sum in lane k.
+inline Vec8::T Vec8::reduce_block(const T* a) {
+  __m256 b[4], c[2];
+  for (int i = 0; i < 4; ++i)  // lanes 0-3: a[2i] halves, lanes 4-7: a[2i+1]
+    b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
+                         _mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x31));
+  for (int i = 0; i < 2; ++i) {  // 128-bit lane 0: [a[4i], a[4i+2]], lane 1: [a[4i+1], a[4i+3]]
+    const __m256d lo = _mm256_unpacklo_pd(_mm256_castps_pd(b[2 * i]), _mm256_castps_pd(b[2 * i + 1]));
+    const __m256d hi = _mm256_unpackhi_pd(_mm256_castps_pd(b[2 * i]), _mm256_castps_pd(b[2 * i + 1]));
+    c[i] = _mm256_add_ps(_mm256_castpd_ps(lo), _mm256_castpd_ps(hi));
+  }
+  // Lane 0: [a0, a2, a4, a6], lane 1: [a1, a3, a5, a7].
+  const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
 
 // Converts n elements of one KV row to float (the reference conversion for tails).
 void Vec8::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {

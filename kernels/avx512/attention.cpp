@@ -26,8 +26,32 @@ struct Vec16 {
   static T fmadd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static T exp(T x) { return exp_ps(x); }
   static float reduce_add(T v) { return _mm512_reduce_add_ps(v); }
+  [[gnu::always_inline]] static T reduce_block(const T* a);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
 };
+
+// Lane k = the sum of the 16 lanes of a[k], by one tree for every lane whatever the other
+// inputs: s1[l] = v[l] + v[l + 8], s2[l] = s1[l] + s1[l + 4], s3[l] = s2[l] + s2[l + 2],
+// s3[0] + s3[1] (the driver's [BATCH_INVARIANT] scores rely on it). Each step adds pairs of
+// inputs' halves side by side; the last permute puts a[k]'s sum in lane k.
+inline Vec16::T Vec16::reduce_block(const T* a) {
+  __m512 b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i)  // lanes 0-7: a[2i] halves, lanes 8-15: a[2i+1]
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // 128-bit lane k: a[4i + k]
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; ++i) {  // 128-bit lane k: [a[8i + k] (2 lanes), a[8i + k + 4] (2 lanes)]
+    const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(c[2 * i]), _mm512_castps_pd(c[2 * i + 1]));
+    const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(c[2 * i]), _mm512_castps_pd(c[2 * i + 1]));
+    d[i] = _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));
+  }
+  // 128-bit lane k: [a[k], a[k + 4], a[k + 8], a[k + 12]].
+  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
+}
 
 // Converts n elements of one KV row to float.
 void Vec16::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {

@@ -7,12 +7,13 @@ namespace ds::avx512 {
 
 #include "kernels/simd/entry_points.inc"
 
-// matmul_panel.cpp: 16 weight rows [r0, r0 + 16) x activation rows [t0, t0 + nt),
-// nt <= kPanelMaxTok,
-// bit-identical to matmul ([KQUANT_EXACT]); only for the types panel_supported() accepts.
+// matmul_panel.cpp: weight rows [r0, r0 + 16), or [r0, r0 + 32) where r0 + 32 <= row_end
+// and the type has a two-panel kernel (all but Q6_K), x activation rows [t0, t0 + nt),
+// nt <= kPanelMaxTok; returns the rows done (16 or 32). Bit-identical to matmul
+// ([KQUANT_EXACT]); only for the types panel_supported() accepts.
 constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
-void panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
+int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 
 // matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) in passes
 // of 4 rows (1 for Q6_K) (decode, a few tokens); returns the first row not computed

@@ -144,10 +144,13 @@ struct Kernel {
   static void matmul(const MatmulArgs& m) {
     for (int64_t t0 = 0; t0 < m.n_tok; t0 += kTokChunk) {
       const int64_t nt = std::min(kTokChunk, m.n_tok - t0);
-      // Row pairs pay off only when each unpacked block meets several activation rows
-      // (measured: 4096x4096 Q4_K, 64 tokens -7%; 1 token +35% with pairs).
+      // Row pairs pay off only when each unpacked block meets many activation rows
+      // (measured: 4096x4096 Q4_K, 64 tokens -7%; 1 token +35% with pairs). With 4-7 rows
+      // (batched decode) pairs cost more than they save: 1536x8960 from memory, 4 rows,
+      // CPU time, two runs: Q4_K 1790/1653 us with pairs, 1437/1380 without; Q6_K
+      // 2591/2004 with, 1606/909 without.
       int64_t r = m.row_begin;
-      if (nt >= kTileToks)
+      if (nt >= kPanelMinTok)
         for (; r + kTileRows <= m.row_end; r += kTileRows) run_rows<Tile, kTileRows>(m, r, t0, nt);
       for (; r < m.row_end; ++r) run_rows<Tile, 1>(m, r, t0, nt);
     }
@@ -213,7 +216,7 @@ void matmul(const MatmulArgs& m) {
   const int64_t panel_rows = (m.row_end - m.row_begin) / 16 * 16;
   for (int64_t t0 = 0; t0 < m.n_tok; t0 += kPanelChunk) {
     const int64_t nt = std::min(kPanelChunk, m.n_tok - t0);
-    for (int64_t r = m.row_begin; r < m.row_begin + panel_rows; r += 16) panel_matmul(m, r, t0, nt);
+    for (int64_t r = m.row_begin; r < m.row_begin + panel_rows;) r += panel_matmul(m, r, t0, nt);
   }
   MatmulArgs rest = m;
   rest.row_begin += panel_rows;

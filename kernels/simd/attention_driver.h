@@ -1,23 +1,42 @@
 // The ISA-independent part of flash attention (GQA) and absorbed MLA, shared by
 // kernels/avx2/attention.cpp and kernels/avx512/attention.cpp. Each ISA file supplies a
-// vector traits struct V (float vector ops of its width, an exp(), and its KV row
-// converter); everything here is a template on V, so the two instantiations are distinct
-// symbols compiled with their own flags (no inline function shared across ISA flags).
+// vector traits struct V (float vector ops of its width, an exp(), a block reduction and
+// its KV row converter); everything here is a template on V, so the two instantiations are
+// distinct symbols compiled with their own flags (no inline function shared across ISA flags).
 //
-// attend(): a group of query heads that share one KV head (GQA: n_head / n_head_kv heads;
-// MLA: all heads share the single latent row) walks the context in tiles of rows. Each
-// tile's K (and V) rows are converted to float once for the whole group, scores for all
-// heads of the group come from one pass over the tile, and an online softmax (running
-// max, denominator and rescaled accumulator per head) folds the tile in. The full score
-// row is never built. MLA is the case "K row = [c | k_pe], q = [q_abs | q_pe], V = c".
+// attend(): a job's members are (query, head) pairs that read the same KV rows: several
+// consecutive queries of one sequence times the query heads sharing one KV head (GQA:
+// n_head / n_head_kv heads; MLA: all heads share the single latent row). Each member has
+// its own causal limit n_kv = q_pos + 1. The job walks the context in tiles of rows; each
+// tile's K (and V) rows are converted to float once for all members (a prefill chunk no
+// longer converts the cache once per query), and an online softmax (running max,
+// denominator and rescaled accumulator per member) folds the tile in. The full score row
+// is never built. Tiles past the largest n_kv are never read; a member whose n_kv ends
+// before a tile takes no part in it, one whose n_kv ends inside a tile uses only its rows
+// of it. MLA is the case "K row = [c | k_pe], q = [q_abs | q_pe], V = c".
 //
-// Scratch is a fixed-size frame on the stack (about 100 KB): no allocation ever, so the
-// decode step allocates nothing (STYLE.md habit 10). Shapes wider than it (K rows or V
-// rows over kMaxRowWidth floats) go to the reference kernels.
+// Scores are a small GEMM: NM members x NR tile rows accumulate lane-wise in kWidth
+// registers (each K load serves NM members, each q load NR rows), and one transposing
+// reduction turns the kWidth accumulators into kWidth scores.
+//
+// [BATCH_INVARIANT] A member's output depends only on its own q, n_kv and the cache: its
+// scores are the same fused multiply-adds in the same order and the same reduction tree
+// (V::reduce_block reduces every lane with one fixed tree, whatever sits in the other
+// lanes) for any NM/NR; tiles start at fixed positions (multiples of the tile size); its
+// softmax and V accumulation see exactly its own rows, per element the same operations
+// (acc * corr, then one fma per row in row order) whether it is accumulated alone or with
+// other members. So a query's output is bit-identical whatever other queries share its
+// job, whether it runs in a prefill chunk or as a decode step.
+//
+// Scratch is a fixed-size frame on the stack (about 140 KB; pool threads are std::threads
+// with the default 8 MB stack): no allocation ever, so the decode step allocates nothing
+// (STYLE.md habit 10). Shapes wider than it (K rows or V rows over kMaxRowWidth floats)
+// go to the reference kernels.
 //
 // V must provide: T, kWidth, zero(), set1(f), load(p), store(p, v), load_tail(p, i, n)
 // (lanes of p + i below n - i, zero above), store_tail(p, i, n, v), zero_tail(v, i, n),
-// add, mul, sub, fmadd(a, b, c) = a * b + c, exp(v), reduce_add(v), and
+// add, mul, sub, fmadd(a, b, c) = a * b + c, exp(v), reduce_add(v), reduce_block(a)
+// (lane k = sum of the lanes of a[k], k < kWidth, by a tree fixed per lane) and
 // load_kv_row(type, src, dst, n) (n elements of one KV row to float).
 #pragma once
 #include <algorithm>
@@ -32,10 +51,10 @@ namespace ds::simd {
 
 constexpr int kAttnTile = 64;               // most rows per tile
 constexpr size_t kAttnTileBytes = 16384;    // converted K tile kept within L1
-constexpr int kAttnMaxGroup = 16;           // heads per pass: their accumulators stay in L1/L2
+constexpr int kAttnMaxGroup = 32;           // members per job (measured: ~10% faster than 16 in prefill)
 constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
 constexpr int kTileFloats = 8 * kMaxRowWidth;  // one K (or V) tile: 8 rows of the widest row
-constexpr int kAccFloats = 8192;            // accumulators of one head group (16 heads x 512)
+constexpr int kAccFloats = 16384;           // accumulators of one job (32 members x 512)
 
 // Rows per tile for K rows of kw floats: a multiple of 8 in [8, kAttnTile] within
 // kAttnTileBytes (MLA's 576-wide rows: 8; GQA heads of 128: 32). Measured: 64-row MLA
@@ -48,25 +67,104 @@ int tile_rows(int kw, int d_v) {
   return std::min(std::clamp(rows, 8, kAttnTile), v_rows);
 }
 
+// One (query, head) pair of a job.
+struct AttnMember {
+  const float* qa = nullptr;  // d_a wide
+  const float* qb = nullptr;  // d_b wide (MLA's q_pe), unused when d_b == 0
+  float* out = nullptr;       // d_v wide
+  int64_t n_kv = 0;           // attends to KV rows [0, n_kv)
+};
+
 struct AttnJob {
-  int n_h = 0;
-  const float* qa[kAttnMaxGroup];  // d_a wide
-  const float* qb[kAttnMaxGroup];  // d_b wide (MLA's q_pe), unused when d_b == 0
-  float* out[kAttnMaxGroup];       // d_v wide
+  int n_m = 0;
+  AttnMember mem[kAttnMaxGroup];
   int d_a = 0, d_b = 0, d_v = 0;
   float scale = 1.0f;
-  int64_t n_kv = 0;
   const KvView* k = nullptr;  // K rows: d_a + d_b elements at byte k_off of each row
   size_t k_off = 0;
   const KvView* v = nullptr;  // V rows at byte v_off; nullptr: V = first d_v of the K row
   size_t v_off = 0;
 };
 
+// Members scored together, tile rows per score block, members accumulated together and
+// registers per member in that accumulation: within 16 (AVX2) or 32 (AVX-512) registers.
+template <class V, int NM>
+constexpr int kScoreRows = std::min(V::kWidth / NM, 8);
+template <class V>
+constexpr int kAccMembers = V::kWidth >= 16 ? 4 : 2;
+constexpr int kAccRegs = 4;
+
+// acc[m * NR + r] += q[m][0..n) * k_r[0..n) lane-wise, k_r = k + r * ldk: each K load
+// serves NM members, each q load NR rows. The fma order per (m, r) does not depend on
+// NM or NR.
+template <class V, int NM, int NR>
+[[gnu::always_inline]] inline void dot_block(const float* const* q, const float* k, int ldk, int n,
+                                             typename V::T* acc) {
+  int i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    typename V::T kr[NR];
+    for (int r = 0; r < NR; ++r) kr[r] = V::load(k + static_cast<size_t>(r) * ldk + i);
+    for (int m = 0; m < NM; ++m) {
+      const typename V::T qm = V::load(q[m] + i);
+      for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
+    }
+  }
+  if (i < n) {
+    typename V::T kr[NR];
+    for (int r = 0; r < NR; ++r) kr[r] = V::load_tail(k + static_cast<size_t>(r) * ldk, i, n);
+    for (int m = 0; m < NM; ++m) {
+      const typename V::T qm = V::load_tail(q[m], i, n);
+      for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
+    }
+  }
+}
+
+// p[mi[m]][j] = (qa . k_j + qb . k_j[d_a..]) * scale for the NM members mi[0..NM) and
+// tile rows j < n_rows (a multiple of 8; rows past the tile's valid rows are zero).
+template <class V, int NM>
+void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, int n_rows, float (*p)[kAttnTile]) {
+  constexpr int W = V::kWidth, NR = kScoreRows<V, NM>;
+  const float* qa[NM];
+  const float* qb[NM];
+  for (int m = 0; m < NM; ++m) {
+    qa[m] = job.mem[mi[m]].qa;
+    qb[m] = job.mem[mi[m]].qb;
+  }
+  alignas(64) float s[W];
+  for (int r0 = 0; r0 < n_rows; r0 += NR) {
+    typename V::T acc[W];  // a local array: with dot_block inlined it lives in registers
+    for (int k = 0; k < W; ++k) acc[k] = V::zero();
+    const float* k0 = kt + static_cast<size_t>(r0) * kw;
+    dot_block<V, NM, NR>(qa, k0, kw, job.d_a, acc);
+    if (job.d_b) dot_block<V, NM, NR>(qb, k0 + job.d_a, kw, job.d_b, acc);
+    V::store(s, V::mul(V::reduce_block(acc), V::set1(job.scale)));
+    for (int m = 0; m < NM; ++m)
+      for (int r = 0; r < NR; ++r) p[mi[m]][r0 + r] = s[m * NR + r];
+  }
+}
+
+// Scores of the members act[0..n_act) over one tile: 4 members per block, then 2, then 1.
+template <class V>
+void scores(const AttnJob& job, const int* act, int n_act, const float* kt, int kw, int n_rows,
+            float (*p)[kAttnTile]) {
+  int i = 0;
+  for (; i + 4 <= n_act; i += 4) score_members<V, 4>(job, act + i, kt, kw, n_rows, p);
+  for (; i + 2 <= n_act; i += 2) score_members<V, 2>(job, act + i, kt, kw, n_rows, p);
+  for (; i < n_act; ++i) score_members<V, 1>(job, act + i, kt, kw, n_rows, p);
+}
+
+// acc * corr, the accumulator's start on a tile; on the first tile corr is 0 and acc was
+// never written: +0, the same bits as 0 * 0.
+template <class V>
+[[gnu::always_inline]] inline typename V::T rescaled(const float* acc, typename V::T corr, bool first) {
+  return first ? V::zero() : V::mul(V::load(acc), corr);
+}
+
 // acc[0..W NV) = acc * corr + sum_j p[j] * v[j][0..W NV), accumulators in registers.
 template <class V, int NV>
-void accumulate_chunk(float* acc, typename V::T corr, const float* p, const float* v, int ld, int nt) {
+void accumulate_chunk(float* acc, typename V::T corr, bool first, const float* p, const float* v, int ld, int nt) {
   typename V::T r[NV];
-  for (int k = 0; k < NV; ++k) r[k] = V::mul(V::load(acc + V::kWidth * k), corr);
+  for (int k = 0; k < NV; ++k) r[k] = rescaled<V>(acc + V::kWidth * k, corr, first);
   for (int j = 0; j < nt; ++j) {
     const typename V::T pj = V::set1(p[j]);
     const float* vj = v + static_cast<size_t>(j) * ld;
@@ -75,50 +173,62 @@ void accumulate_chunk(float* acc, typename V::T corr, const float* p, const floa
   for (int k = 0; k < NV; ++k) V::store(acc + V::kWidth * k, r[k]);
 }
 
-// acc[0..d) = acc * corr + sum_j p[j] * v[j][0..d): 8-register chunks, then one-register
-// steps, the last one masked.
+// acc[c..d) = acc * corr + sum_j p[j] * v[j][c..d) for one member, from column c0:
+// 8-register chunks, then one-register steps, the last one masked. first: the member's
+// first tile (acc not yet written).
 template <class V>
-void accumulate_v(float* acc, float corr, const float* p, const float* v, int ld, int nt, int d) {
+void accumulate_v(float* acc, float corr, bool first, const float* p, const float* v, int ld, int nt, int d,
+                  int c0 = 0) {
   constexpr int W = V::kWidth;
   const typename V::T vc = V::set1(corr);
-  int c0 = 0;
-  for (; c0 + 8 * W <= d; c0 += 8 * W) accumulate_chunk<V, 8>(acc + c0, vc, p, v + c0, ld, nt);
-  for (; c0 + W <= d; c0 += W) accumulate_chunk<V, 1>(acc + c0, vc, p, v + c0, ld, nt);
+  for (; c0 + 8 * W <= d; c0 += 8 * W) accumulate_chunk<V, 8>(acc + c0, vc, first, p, v + c0, ld, nt);
+  for (; c0 + W <= d; c0 += W) accumulate_chunk<V, 1>(acc + c0, vc, first, p, v + c0, ld, nt);
   if (c0 < d) {
-    typename V::T r = V::mul(V::load_tail(acc, c0, d), vc);
+    typename V::T r = first ? V::zero() : V::mul(V::load_tail(acc, c0, d), vc);
     for (int j = 0; j < nt; ++j) r = V::fmadd(V::set1(p[j]), V::load_tail(v + static_cast<size_t>(j) * ld, c0, d), r);
     V::store_tail(acc, c0, d, r);
   }
 }
 
-// acc[h] += q[h][0..n) * k[0..n) lane-wise for NH heads: each K load serves NH heads.
-template <class V, int NH>
-void dot_heads(const float* const* q, const float* k, int n, typename V::T* acc) {
-  int i = 0;
-  for (; i + V::kWidth <= n; i += V::kWidth) {
-    const typename V::T kv = V::load(k + i);
-    for (int h = 0; h < NH; ++h) acc[h] = V::fmadd(V::load(q[h] + i), kv, acc[h]);
+// accumulate_v for NM members over the same nt V rows: each V load serves NM members.
+// Per element the same operations as accumulate_v (acc * corr, then fma per row).
+// noinline: inlined into attend(), GCC spilled the 4 V registers to the stack on every row
+// (measured: MLA prefill 1.6x slower).
+template <class V, int NM>
+[[gnu::noinline]] void accumulate_members(float* const* acc, const float* corr, bool first, const float* const* p,
+                                          const float* v, int ld, int nt, int d) {
+  constexpr int W = V::kWidth, NC = kAccRegs;
+  static_assert(NC == 4, "the row loop below names its 4 V registers");
+  typename V::T vc[NM];
+  const float* pm[NM];
+  for (int m = 0; m < NM; ++m) {
+    vc[m] = V::set1(corr[m]);
+    pm[m] = p[m];
   }
-  if (i < n) {
-    const typename V::T kv = V::load_tail(k, i, n);
-    for (int h = 0; h < NH; ++h) acc[h] = V::fmadd(V::load_tail(q[h], i, n), kv, acc[h]);
+  int c0 = 0;
+  for (; c0 + NC * W <= d; c0 += NC * W) {
+    typename V::T r[NM][NC];
+    for (int m = 0; m < NM; ++m)
+      for (int k = 0; k < NC; ++k) r[m][k] = rescaled<V>(acc[m] + c0 + W * k, vc[m], first);
+    const float* vj = v + c0;
+    for (int j = 0; j < nt; ++j, vj += ld) {
+      const typename V::T v0 = V::load(vj), v1 = V::load(vj + W), v2 = V::load(vj + 2 * W), v3 = V::load(vj + 3 * W);
+      for (int m = 0; m < NM; ++m) {
+        const typename V::T pj = V::set1(pm[m][j]);
+        r[m][0] = V::fmadd(pj, v0, r[m][0]);
+        r[m][1] = V::fmadd(pj, v1, r[m][1]);
+        r[m][2] = V::fmadd(pj, v2, r[m][2]);
+        r[m][3] = V::fmadd(pj, v3, r[m][3]);
+      }
+    }
+    for (int m = 0; m < NM; ++m)
+      for (int k = 0; k < NC; ++k) V::store(acc[m] + c0 + W * k, r[m][k]);
   }
+  if (c0 < d)
+    for (int m = 0; m < NM; ++m) accumulate_v<V>(acc[m], corr[m], first, p[m], v, ld, nt, d, c0);
 }
 
-// p[h][j] = (qa_h . k_j + qb_h . k_j[d_a..]) * scale for heads [h0, h0 + NH), rows j < nt.
-template <class V, int NH>
-void scores(const AttnJob& job, int h0, const float* kt, int kw, int nt, float (*p)[kAttnTile]) {
-  for (int j = 0; j < nt; ++j) {
-    const float* kr = kt + static_cast<size_t>(j) * kw;
-    typename V::T acc[NH];
-    for (int h = 0; h < NH; ++h) acc[h] = V::zero();
-    dot_heads<V, NH>(job.qa + h0, kr, job.d_a, acc);
-    if (job.d_b) dot_heads<V, NH>(job.qb + h0, kr + job.d_a, job.d_b, acc);
-    for (int h = 0; h < NH; ++h) p[h0 + h][j] = V::reduce_add(acc[h]) * job.scale;
-  }
-}
-
-// Online softmax step of one head over one tile: p[0..nt) becomes exp(p - m_new); the
+// Online softmax step of one member over one tile: p[0..nt) becomes exp(p - m_new); the
 // running max m and denominator l are updated; returns the correction exp(m_old - m_new).
 template <class V>
 float softmax_tile(float* p, int nt, float& m, float& l) {
@@ -143,94 +253,144 @@ void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, float* d
   for (int j = 0; j < nt; ++j) V::load_kv_row(kv.type, ref::kv_row(kv, j0 + j) + off, dst + static_cast<size_t>(j) * w, w);
 }
 
+// The online softmax state of a job's members.
+struct AttnState {
+  alignas(64) float acc[kAccFloats];  // [member][d_v]
+  float m[kAttnMaxGroup], l[kAttnMaxGroup], corr[kAttnMaxGroup];
+  float p[kAttnMaxGroup][kAttnTile];
+};
+
+// Softmax and V accumulation of the active members over a tile of nt rows starting at
+// j0: members whose limit covers the whole tile are accumulated kAccMembers at a time,
+// a member ending inside the tile alone over its own rows.
+template <class V>
+void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int64_t j0, int nt, const float* vt,
+               int vld) {
+  constexpr int NM = kAccMembers<V>;
+  const bool first = j0 == 0;  // every member takes part in the first tile (n_kv >= 1)
+  int full[kAttnMaxGroup], n_full = 0;
+  for (int i = 0; i < n_act; ++i) {
+    const int im = act[i];
+    const int nt_m = static_cast<int>(std::min<int64_t>(nt, job.mem[im].n_kv - j0));
+    st.corr[im] = softmax_tile<V>(st.p[im], nt_m, st.m[im], st.l[im]);
+    if (nt_m == nt) {
+      full[n_full++] = im;
+    } else {
+      accumulate_v<V>(st.acc + static_cast<size_t>(im) * job.d_v, st.corr[im], first, st.p[im], vt, vld, nt_m,
+                      job.d_v);
+    }
+  }
+  int i = 0;
+  for (; i + NM <= n_full; i += NM) {
+    float* acc[NM];
+    float corr[NM];
+    const float* p[NM];
+    for (int m = 0; m < NM; ++m) {
+      acc[m] = st.acc + static_cast<size_t>(full[i + m]) * job.d_v;
+      corr[m] = st.corr[full[i + m]];
+      p[m] = st.p[full[i + m]];
+    }
+    accumulate_members<V, NM>(acc, corr, first, p, vt, vld, nt, job.d_v);
+  }
+  for (; i < n_full; ++i)
+    accumulate_v<V>(st.acc + static_cast<size_t>(full[i]) * job.d_v, st.corr[full[i]], first, st.p[full[i]], vt,
+                    vld, nt, job.d_v);
+}
+
 template <class V>
 void attend(const AttnJob& job) {
   alignas(64) float k_tile[kTileFloats];
   alignas(64) float v_tile[kTileFloats];
-  alignas(64) float acc[kAccFloats];
-  float m[kAttnMaxGroup], l[kAttnMaxGroup], p[kAttnMaxGroup][kAttnTile];
+  AttnState st;
   const int kw = job.d_a + job.d_b;
-  std::fill(acc, acc + static_cast<size_t>(job.n_h) * job.d_v, 0.0f);
-  std::fill(m, m + job.n_h, -INFINITY);
-  std::fill(l, l + job.n_h, 0.0f);
+  int64_t n_kv = 0;
+  for (int i = 0; i < job.n_m; ++i) n_kv = std::max(n_kv, job.mem[i].n_kv);
+  std::fill(st.m, st.m + job.n_m, -INFINITY);
+  std::fill(st.l, st.l + job.n_m, 0.0f);
   const int tile = tile_rows<V>(kw, job.v ? job.d_v : 0);
-  for (int64_t j0 = 0; j0 < job.n_kv; j0 += tile) {
-    const int nt = static_cast<int>(std::min<int64_t>(tile, job.n_kv - j0));
+  int act[kAttnMaxGroup];
+  for (int64_t j0 = 0; j0 < n_kv; j0 += tile) {
+    const int nt = static_cast<int>(std::min<int64_t>(tile, n_kv - j0));
+    const int n_rows = (nt + 7) / 8 * 8;  // score blocks read whole groups of 8 rows
     load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_tile);
+    const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
+    for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
+      V::store_tail(k_tile, i, pad_end, V::zero());
     if (job.v) load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile);
-    const float* vt = job.v ? v_tile : k_tile;
-    const int vld = job.v ? job.d_v : kw;
-    // Scores for 4 heads per pass over each K row, then one head at a time.
-    int h = 0;
-    for (; h + 4 <= job.n_h; h += 4) scores<V, 4>(job, h, k_tile, kw, nt, p);
-    for (; h < job.n_h; ++h) scores<V, 1>(job, h, k_tile, kw, nt, p);
-    for (int ih = 0; ih < job.n_h; ++ih) {
-      const float corr = softmax_tile<V>(p[ih], nt, m[ih], l[ih]);
-      accumulate_v<V>(acc + static_cast<size_t>(ih) * job.d_v, corr, p[ih], vt, vld, nt, job.d_v);
-    }
+    int n_act = 0;
+    for (int i = 0; i < job.n_m; ++i)
+      if (job.mem[i].n_kv > j0) act[n_act++] = i;
+    scores<V>(job, act, n_act, k_tile, kw, n_rows, st.p);
+    fold_tile<V>(job, st, act, n_act, j0, nt, job.v ? v_tile : k_tile, job.v ? job.d_v : kw);
   }
-  for (int ih = 0; ih < job.n_h; ++ih) {
-    const typename V::T inv = V::set1(1.0f / l[ih]);
-    const float* a = acc + static_cast<size_t>(ih) * job.d_v;
-    for (int i = 0; i < job.d_v; i += V::kWidth) V::store_tail(job.out[ih], i, job.d_v, V::mul(V::load_tail(a, i, job.d_v), inv));
+  for (int im = 0; im < job.n_m; ++im) {
+    const typename V::T inv = V::set1(1.0f / st.l[im]);
+    const float* a = st.acc + static_cast<size_t>(im) * job.d_v;
+    for (int i = 0; i < job.d_v; i += V::kWidth)
+      V::store_tail(job.mem[im].out, i, job.d_v, V::mul(V::load_tail(a, i, job.d_v), inv));
   }
 }
 
-// Heads per job: at most kAttnMaxGroup, and their accumulators fit kAccFloats.
+// Members per job: at most kAttnMaxGroup, and their accumulators fit kAccFloats.
 template <class V>
-int max_group(int d_v) { return std::min(kAttnMaxGroup, kAccFloats / d_v); }
+int max_members(int d_v) { return std::min(kAttnMaxGroup, kAccFloats / d_v); }
+
+// Queries per job when n_h heads share each query's KV rows.
+template <class V>
+int64_t queries_per_job(int n_h, int d_v) { return std::max(1, max_members<V>(d_v) / n_h); }
 
 template <class V>
 void flash_attn(const AttnArgs& a) {
   if (a.d_k > kMaxRowWidth || a.d_v > kMaxRowWidth) return ref::flash_attn(a);
   const int group = a.n_head / a.n_head_kv;
-  const int max_h = max_group<V>(a.d_v);
-  for (int64_t it = 0; it < a.n_q; ++it)
-    for (int h0 = a.head_begin; h0 < a.head_end;) {
-      // Heads [h0, h1) share KV head h0 / group.
-      const int kvh = h0 / group;
-      const int h1 = std::min({a.head_end, (kvh + 1) * group, h0 + max_h});
+  for (int h0 = a.head_begin; h0 < a.head_end;) {
+    // Heads [h0, h1) share KV head h0 / group.
+    const int kvh = h0 / group;
+    const int h1 = std::min({a.head_end, (kvh + 1) * group, h0 + max_members<V>(a.d_v)});
+    const int64_t bq = queries_per_job<V>(h1 - h0, a.d_v);
+    for (int64_t q0 = 0; q0 < a.n_q; q0 += bq) {
       AttnJob job;
-      job.n_h = h1 - h0;
-      for (int h = h0; h < h1; ++h) {
-        job.qa[h - h0] = a.q + it * a.q_tok_stride + h * a.q_head_stride;
-        job.out[h - h0] = a.out + it * a.out_tok_stride + h * a.out_head_stride;
-      }
+      for (int64_t it = q0; it < std::min(a.n_q, q0 + bq); ++it)
+        for (int h = h0; h < h1; ++h)
+          job.mem[job.n_m++] = {.qa = a.q + it * a.q_tok_stride + h * a.q_head_stride,
+                                .out = a.out + it * a.out_tok_stride + h * a.out_head_stride,
+                                .n_kv = static_cast<int64_t>(a.q_pos[it]) + 1};
       job.d_a = a.d_k;
       job.d_v = a.d_v;
       job.scale = a.scale;
-      job.n_kv = static_cast<int64_t>(a.q_pos[it]) + 1;
       job.k = &a.k;
       job.k_off = static_cast<size_t>(kvh) * a.k.head_offset;
       job.v = &a.v;
       job.v_off = static_cast<size_t>(kvh) * a.v.head_offset;
       attend<V>(job);
-      h0 = h1;
     }
+    h0 = h1;
+  }
 }
 
 template <class V>
 void mla_attn(const MlaArgs& a) {
   if (a.kv_lora + a.n_rope > kMaxRowWidth) return ref::mla_attn(a);
-  const int max_h = max_group<V>(a.kv_lora);
-  for (int64_t it = 0; it < a.n_q; ++it)
-    for (int h0 = a.head_begin; h0 < a.head_end; h0 += max_h) {
-      const int h1 = std::min(a.head_end, h0 + max_h);
+  const int max_h = max_members<V>(a.kv_lora);
+  for (int h0 = a.head_begin; h0 < a.head_end; h0 += max_h) {
+    const int h1 = std::min(a.head_end, h0 + max_h);
+    const int64_t bq = queries_per_job<V>(h1 - h0, a.kv_lora);
+    for (int64_t q0 = 0; q0 < a.n_q; q0 += bq) {
       AttnJob job;
-      job.n_h = h1 - h0;
-      for (int h = h0; h < h1; ++h) {
-        job.qa[h - h0] = a.q_abs + it * a.q_tok_stride + h * a.q_head_stride;
-        job.qb[h - h0] = a.q_pe + it * a.q_tok_stride + h * a.q_head_stride;
-        job.out[h - h0] = a.out + it * a.out_tok_stride + h * a.out_head_stride;
-      }
+      for (int64_t it = q0; it < std::min(a.n_q, q0 + bq); ++it)
+        for (int h = h0; h < h1; ++h)
+          job.mem[job.n_m++] = {.qa = a.q_abs + it * a.q_tok_stride + h * a.q_head_stride,
+                                .qb = a.q_pe + it * a.q_tok_stride + h * a.q_head_stride,
+                                .out = a.out + it * a.out_tok_stride + h * a.out_head_stride,
+                                .n_kv = static_cast<int64_t>(a.q_pos[it]) + 1};
       job.d_a = a.kv_lora;
       job.d_b = a.n_rope;
       job.d_v = a.kv_lora;
       job.scale = a.scale;
-      job.n_kv = static_cast<int64_t>(a.q_pos[it]) + 1;
       job.k = &a.kv;
       attend<V>(job);
     }
+  }
 }
 
 }  // namespace ds::simd

@@ -36,7 +36,7 @@ class Deepseek2Model : public Model {
     // Floats per token (quantized forms counted at 4 bytes per element).
     const size_t attn_f = 3 * E + 2 * ql + H * qw + (kvl + rope) + H * qw + H * (kvl + rope) + 2 * H * kvl +
                           2 * H * nv;
-    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 8) + 32 * 64;
+    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 12) + t * 32 + 34 * 64;
     const size_t dense = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64;
     const size_t moe = t * 4 * E + moe_ffn_scratch(hp_, T) + 16 * 64;
     return base_scratch_bytes(T) + std::max({attn, dense, moe});
@@ -89,38 +89,37 @@ void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const 
   ctx.matmul_jobs(jobs, static_cast<int>(H));
 }
 
-// Absorbed attention of every (sequence, head) over the sequence's latent cache.
+// Absorbed attention of every (sequence, query, head) over the sequence's latent cache,
+// in the work items of ForwardCtx::for_each_attention_item.
 void Deepseek2Model::mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const {
   const Batch& b = ctx.batch;
   const int H = hp_.n_head;
   const int64_t kvl = hp_.kv_lora, rope = hp_.n_rot, qs = kvl + rope;
   const size_t layer_off = ctx.kv.offset(il, 0);
-  ctx.parallel_for(int64_t{b.n_seqs} * H, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const SeqSlice& sq = b.seqs[i / H];
-      const int h = static_cast<int>(i % H);
-      ctx.kt.mla_attn(MlaArgs{.n_head = H,
-                              .kv_lora = static_cast<int>(kvl),
-                              .n_rope = static_cast<int>(rope),
-                              .scale = hp_.kq_scale(),
-                              .n_q = sq.n,
-                              .q_abs = qcat + sq.t0 * H * qs,
-                              .q_pe = qcat + sq.t0 * H * qs + kvl,
-                              .q_tok_stride = H * qs,
-                              .q_head_stride = qs,
-                              .q_pos = b.pos + sq.t0,
-                              .kv = KvView{.type = ctx.kv.type,
-                                           .blocks = sq.kv_blocks,
-                                           .block_size = ctx.kv.block_size,
-                                           .row_stride = ctx.kv.row_bytes,
-                                           .head_offset = 0,
-                                           .elem_offset = layer_off},
-                              .out = o + sq.t0 * H * kvl,
-                              .out_tok_stride = H * kvl,
-                              .out_head_stride = kvl,
-                              .head_begin = h,
-                              .head_end = h + 1});
-    }
+  ctx.for_each_attention_item(H, [&](int seq, int64_t q0, int64_t n, int h0, int h1) {
+    const SeqSlice& sq = b.seqs[seq];
+    const int64_t t0 = sq.t0 + q0;
+    ctx.kt.mla_attn(MlaArgs{.n_head = H,
+                            .kv_lora = static_cast<int>(kvl),
+                            .n_rope = static_cast<int>(rope),
+                            .scale = hp_.kq_scale(),
+                            .n_q = n,
+                            .q_abs = qcat + t0 * H * qs,
+                            .q_pe = qcat + t0 * H * qs + kvl,
+                            .q_tok_stride = H * qs,
+                            .q_head_stride = qs,
+                            .q_pos = b.pos + t0,
+                            .kv = KvView{.type = ctx.kv.type,
+                                         .blocks = sq.kv_blocks,
+                                         .block_size = ctx.kv.block_size,
+                                         .row_stride = ctx.kv.row_bytes,
+                                         .head_offset = 0,
+                                         .elem_offset = layer_off},
+                            .out = o + t0 * H * kvl,
+                            .out_tok_stride = H * kvl,
+                            .out_head_stride = kvl,
+                            .head_begin = h0,
+                            .head_end = h1});
   });
 }
 
@@ -135,21 +134,19 @@ void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
   float* xn = ar.alloc<float>(T * E);
   ctx.rms_norm_rows(x, E, lw.attn_norm, eps, T, E, xn, E);
   ActRows a(ctx, xn, T, E, E);
+  // 2. kv = [c | k_pe] in the same pass as q (or q_a); c normalized in place.
   float* q = ar.alloc<float>(T * H * qw);
+  float* kv = ar.alloc<float>(T * (kvl + rope));
   if (lw.wq_a) {
     const int64_t ql = hp_.q_lora;
     float* qa = ar.alloc<float>(T * ql);
-    matmul(ctx, lw.wq_a, a, qa, ql);
+    matmul_many(ctx, a, {{&lw.wq_a, qa, ql}, {&lw.wkv_a, kv, kvl + rope}});
     ctx.rms_norm_rows(qa, ql, lw.q_a_norm, eps, T, ql, qa, ql);
     ActRows aq(ctx, qa, T, ql, ql);
     matmul(ctx, lw.wq_b, aq, q, H * qw);
   } else {
-    matmul(ctx, lw.wq_b, a, q, H * qw);
+    matmul_many(ctx, a, {{&lw.wq_b, q, H * qw}, {&lw.wkv_a, kv, kvl + rope}});
   }
-
-  // 2. kv = [c | k_pe]; c normalized in place.
-  float* kv = ar.alloc<float>(T * (kvl + rope));
-  matmul(ctx, lw.wkv_a, a, kv, kvl + rope);
   ctx.rms_norm_rows(kv, kvl + rope, lw.kv_a_norm, eps, T, kvl, kv, kvl + rope);
 
   // RoPE on q_pe (every head) and the shared k_pe; then the latent row goes to the cache.

@@ -52,7 +52,7 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
   s += act_bytes(TK, E) * 2;                      // gathered rows for gate and up
   s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);   // gate/up outputs, quantized for down
   s += floats(TK * E);                            // expert outputs
-  s += static_cast<size_t>(2 * X + 2) * sizeof(MatJob) + 2 * floats(2 * X + 3) + kAlign;  // jobs, item offsets
+  s += static_cast<size_t>(2 * X + 2) * sizeof(MatJob) + 3 * floats(2 * X + 3) + kAlign;  // jobs, item offsets, order
   if (hp.n_expert_shared > 0) s += floats(T * E) + dense_ffn_scratch(T, E, Fe * hp.n_expert_shared);
   return s;
 }

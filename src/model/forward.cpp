@@ -34,32 +34,57 @@ void ForwardCtx::matmul(const Mat& w, const void* act, size_t act_stride, int64_
 }
 
 void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
-  // Row blocks of kRows (a multiple of every kernel's row tile); item i of job j covers
-  // rows [i * kRows, ...). first[j] is job j's first item.
-  constexpr int64_t kRows = 16;
-  int64_t n_items = 0;
+  // Row blocks of rows_of(job) (a multiple of every kernel's row tile); item i of the k-th
+  // job in `order` covers rows [(i - first[k]) * rows_of(job), ...). From 8 tokens on
+  // (where the AVX-512 kernels switch to 16-row panels) blocks of 32 rows let the panel
+  // kernels run two panels per pass; decode keeps 16-row GEMV blocks.
+  auto rows_of = [](const MatJob& job) -> int64_t { return job.n_tok >= 8 ? 32 : 16; };
+  // An item's cost ~ (tokens + unpack) * row bytes * rows; unpacking a 16-row panel
+  // costs about 5 activation rows (kernels/avx512/matmul.cpp).
+  constexpr int64_t kUnpackTok = 5;
+  auto item_cost = [&](int j) {
+    const MatJob& job = jobs[j];
+    return job.n_tok > 0 ? (job.n_tok + kUnpackTok) * static_cast<int64_t>(job.w.row_stride) * rows_of(job) : 0;
+  };
+  // Costliest items first (longest-processing-time order): MoE steps mix shared-expert
+  // items over all T tokens with routed-expert items over ~T*K/X tokens, 10-20x cheaper;
+  // left last, a shared job's items kept one thread busy while the other idled.
+  int32_t* order = arena.alloc<int32_t>(n_jobs);
   int64_t* first = arena.alloc<int64_t>(n_jobs + 1);
-  for (int j = 0; j < n_jobs; ++j) {
-    first[j] = n_items;
-    if (jobs[j].n_tok > 0) n_items += (jobs[j].w.n_out + kRows - 1) / kRows;
+  for (int j = 0; j < n_jobs; ++j) order[j] = j;
+  std::sort(order, order + n_jobs, [&](int a, int b) {
+    const int64_t ca = item_cost(a), cb = item_cost(b);
+    return ca != cb ? ca > cb : a < b;
+  });
+  int64_t n_items = 0, total_cost = 0;
+  for (int k = 0; k < n_jobs; ++k) {
+    first[k] = n_items;
+    const MatJob& job = jobs[order[k]];
+    if (job.n_tok == 0) continue;
+    const int64_t items = (job.w.n_out + rows_of(job) - 1) / rows_of(job);
+    n_items += items;
+    total_cost += items * item_cost(order[k]);
   }
   first[n_jobs] = n_items;
-  // Threads take several blocks per grab of the shared counter (about an eighth of their
-  // share): a decode GEMV block streams only ~14 KB of weights, about as long as a contended
-  // cache-line round trip, so one grab per block left cores waiting on the counter.
-  const int64_t grab = std::max<int64_t>(1, n_items / (8 * int64_t{pool.n_threads()}));
+  if (n_items == 0) return;
+  // Threads take several blocks per grab of the shared counter, about an eighth of their
+  // share of the cost: a decode GEMV block streams only ~14 KB of weights, about as long as
+  // a contended cache-line round trip, so one grab per block left cores waiting on the
+  // counter. Counted in the costliest items, so that no grab is a large share of the work.
+  const int64_t max_cost = n_jobs > 0 ? item_cost(order[0]) : 1;
+  const int64_t grab = std::max<int64_t>(1, total_cost / (8 * int64_t{pool.n_threads()} * max_cost));
   pool.parallel_for(n_items, grab, [&](int64_t i0, int64_t i1, int) {
-    int j = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
+    int k = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
     for (int64_t i = i0; i < i1; ++i) {
-      while (i >= first[j + 1]) ++j;
-      const MatJob& job = jobs[j];
-      const int64_t r0 = (i - first[j]) * kRows;
+      while (i >= first[k + 1]) ++k;
+      const MatJob& job = jobs[order[k]];
+      const int64_t rows = rows_of(job), r0 = (i - first[k]) * rows;
       MatmulArgs a{.wtype = job.w.type,
                    .w = job.w.data,
                    .w_row_stride = job.w.row_stride,
                    .n_in = job.w.n_in,
                    .row_begin = r0,
-                   .row_end = std::min(r0 + kRows, job.w.n_out),
+                   .row_end = std::min(r0 + rows, job.w.n_out),
                    .act = job.act,
                    .act_row_stride = job.act_stride,
                    .n_tok = job.n_tok,
@@ -127,6 +152,25 @@ void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_s
   size_t stride = 0;
   const void* act = a.get(w.type, &stride);
   ctx.matmul(w, act, stride, a.n_rows(), out, out_stride);
+}
+
+void matmul_many(ForwardCtx& ctx, ActRows& a, std::initializer_list<MatOut> outs) {
+  constexpr int kMax = 4;
+  MatJob jobs[kMax];
+  int n = 0;
+  for (const MatOut& o : outs) {
+    if (n == kMax) {  // more than kMax: the rest one by one
+      matmul(ctx, *o.w, a, o.out, o.out_stride);
+      continue;
+    }
+    size_t stride = 0;
+    const void* act = a.get(o.w->type, &stride);
+    jobs[n++] = MatJob{*o.w, act, stride, a.n_rows(), o.out, o.out_stride};
+  }
+  if (a.n_rows() == 0 || n == 0) return;
+  const size_t mark = ctx.arena.mark();
+  ctx.matmul_jobs(jobs, n);
+  ctx.arena.reset(mark);
 }
 
 }  // namespace ds

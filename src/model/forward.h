@@ -9,6 +9,7 @@
 // models: K of all kv heads, then V) or its MLA latent [c | k_pe] (deepseek2). Rows are
 // stored in the cache type (f32, f16, bf16, q8_0) by kernels' store_kv.
 #pragma once
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 
 #include "kernels/kernels.h"
@@ -159,6 +161,41 @@ struct ForwardCtx {
     pool.run(body);
   }
 
+  // Attention work items: (sequence, block of up to kAttnQueryBlock queries, range of heads).
+  // The kernels convert each KV tile once for all heads of a call that share it, so an item
+  // normally takes every head; heads are split only when there are fewer query blocks than
+  // threads (single-sequence decode on 2 threads: 2 halves, on KV-head boundaries when the
+  // head count allows). Threads grab items one at a time: causal prefill makes later query
+  // blocks costlier. f(seq, q0, n, h0, h1) runs queries [q0, q0 + n) of seqs[seq], heads
+  // [h0, h1). Each (query, head) output is computed the same way whatever else its item
+  // holds [BATCH_INVARIANT]. Uses 32 bytes of arena per batch token.
+  static constexpr int64_t kAttnQueryBlock = 16;
+  template <class F>
+  void for_each_attention_item(int n_head, F&& f) {
+    struct QBlock {
+      int seq;
+      int64_t q0, n;
+    };
+    static_assert(sizeof(QBlock) <= 32);
+    int64_t n_blocks = 0;
+    for (int s = 0; s < batch.n_seqs; ++s) n_blocks += (batch.seqs[s].n + kAttnQueryBlock - 1) / kAttnQueryBlock;
+    if (n_blocks == 0) return;
+    QBlock* blocks = arena.alloc<QBlock>(n_blocks);
+    n_blocks = 0;
+    for (int s = 0; s < batch.n_seqs; ++s)
+      for (int64_t q0 = 0; q0 < batch.seqs[s].n; q0 += kAttnQueryBlock)
+        blocks[n_blocks++] = QBlock{s, q0, std::min(kAttnQueryBlock, batch.seqs[s].n - q0)};
+    const int64_t nth = pool.n_threads();
+    const int groups = static_cast<int>(std::clamp<int64_t>((nth + n_blocks - 1) / n_blocks, 1, n_head));
+    pool.parallel_for(n_blocks * groups, 1, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const QBlock& qb = blocks[i / groups];
+        const int g = static_cast<int>(i % groups);
+        f(qb.seq, qb.q0, qb.n, n_head * g / groups, n_head * (g + 1) / groups);
+      }
+    });
+  }
+
   // out[t * out_stride + r] = W row r . act row t, rows split over threads. act is
   // already in vec_dot_type(w.type) with rows act_stride bytes apart.
   void matmul(const Mat& w, const void* act, size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
@@ -221,5 +258,14 @@ class ActRows {
 
 // y = W x for activation rows a: out[t * out_stride + r].
 void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_stride);
+
+// Several products of the same activation rows (Q/K/V, MLA's q_a and kv_a) in one parallel
+// pass: one synchronization instead of one per matrix. Same outputs as separate matmul()s.
+struct MatOut {
+  const Mat* w;
+  float* out;
+  int64_t out_stride;
+};
+void matmul_many(ForwardCtx& ctx, ActRows& a, std::initializer_list<MatOut> outs);
 
 }  // namespace ds

@@ -36,7 +36,7 @@ size_t LlamaModel::scratch_bytes(int64_t T) const {
   const size_t KV = static_cast<size_t>(hp_.n_head_kv);
   const size_t hk = static_cast<size_t>(hp_.n_embd_head_k), hv = static_cast<size_t>(hp_.n_embd_head_v);
   // attention: xn + two quantized forms, q, k, v, o and its quantized form.
-  const size_t attn = t * 4 * (E + 2 * E + H * hk + KV * (hk + hv) + 2 * H * hv) + 16 * 64 + t * 256;
+  const size_t attn = t * 4 * (E + 2 * E + H * hk + KV * (hk + hv) + 2 * H * hv) + 16 * 64 + t * 256 + t * 32;
   const size_t ffn = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64 + t * 128;
   return base_scratch_bytes(T) + std::max(attn, ffn);
 }
@@ -68,9 +68,7 @@ void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) 
   float* q = ar.alloc<float>(T * H * hk);
   float* k = ar.alloc<float>(T * KV * hk);
   float* v = ar.alloc<float>(T * KV * hv);
-  matmul(ctx, lw.wq, a, q, H * hk);
-  matmul(ctx, lw.wk, a, k, KV * hk);
-  matmul(ctx, lw.wv, a, v, KV * hv);
+  matmul_many(ctx, a, {{&lw.wq, q, H * hk}, {&lw.wk, k, KV * hk}, {&lw.wv, v, KV * hv}});
   add_bias(ctx, q, T, H * hk, lw.bq);
   add_bias(ctx, k, T, KV * hk, lw.bk);
   add_bias(ctx, v, T, KV * hv, lw.bv);
@@ -80,41 +78,39 @@ void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) 
   ctx.rope_rows(k, KV, hk, KV * hk, rp);
   store_kv(il, ctx, k, v);
 
-  // Attention per (sequence, head) over the sequence's cached positions, split over threads.
+  // Attention per (sequence, query block, heads) over the sequence's cached positions.
   float* o = ar.alloc<float>(T * H * hv);
   const GgmlType kt = ctx.kv.type;
   const size_t layer_off = ctx.kv.offset(il, 0);
-  ctx.parallel_for(int64_t{b.n_seqs} * H, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const SeqSlice& sq = b.seqs[i / H];
-      const int h = static_cast<int>(i % H);
-      const KvView kview{.type = kt,
-                         .blocks = sq.kv_blocks,
-                         .block_size = ctx.kv.block_size,
-                         .row_stride = ctx.kv.row_bytes,
-                         .head_offset = ggml_row_size(kt, hk),
-                         .elem_offset = layer_off};
-      KvView vview = kview;
-      vview.head_offset = ggml_row_size(kt, hv);
-      vview.elem_offset = layer_off + k_row_bytes(kt);
-      ctx.kt.flash_attn(AttnArgs{.n_head = H,
-                                 .n_head_kv = KV,
-                                 .d_k = static_cast<int>(hk),
-                                 .d_v = static_cast<int>(hv),
-                                 .scale = hp_.kq_scale(),
-                                 .n_q = sq.n,
-                                 .q = q + sq.t0 * H * hk,
-                                 .q_tok_stride = H * hk,
-                                 .q_head_stride = hk,
-                                 .q_pos = b.pos + sq.t0,
-                                 .k = kview,
-                                 .v = vview,
-                                 .out = o + sq.t0 * H * hv,
-                                 .out_tok_stride = H * hv,
-                                 .out_head_stride = hv,
-                                 .head_begin = h,
-                                 .head_end = h + 1});
-    }
+  ctx.for_each_attention_item(static_cast<int>(H), [&](int seq, int64_t q0, int64_t n, int h0, int h1) {
+    const SeqSlice& sq = b.seqs[seq];
+    const int64_t t0 = sq.t0 + q0;
+    const KvView kview{.type = kt,
+                       .blocks = sq.kv_blocks,
+                       .block_size = ctx.kv.block_size,
+                       .row_stride = ctx.kv.row_bytes,
+                       .head_offset = ggml_row_size(kt, hk),
+                       .elem_offset = layer_off};
+    KvView vview = kview;
+    vview.head_offset = ggml_row_size(kt, hv);
+    vview.elem_offset = layer_off + k_row_bytes(kt);
+    ctx.kt.flash_attn(AttnArgs{.n_head = H,
+                               .n_head_kv = KV,
+                               .d_k = static_cast<int>(hk),
+                               .d_v = static_cast<int>(hv),
+                               .scale = hp_.kq_scale(),
+                               .n_q = n,
+                               .q = q + t0 * H * hk,
+                               .q_tok_stride = H * hk,
+                               .q_head_stride = hk,
+                               .q_pos = b.pos + t0,
+                               .k = kview,
+                               .v = vview,
+                               .out = o + t0 * H * hv,
+                               .out_tok_stride = H * hv,
+                               .out_head_stride = hv,
+                               .head_begin = h0,
+                               .head_end = h1});
   });
 
   ActRows ao(ctx, o, T, H * hv, H * hv);

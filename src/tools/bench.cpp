@@ -29,6 +29,7 @@ struct BenchArgs {
   int n_gen = 128;
   int n_threads = 0;
   int batch = 8;
+  int depth = 0;  // context tokens already in the cache when the decode tests start
   int repeats = 3;
   bool json = false;
   bool profile = false;
@@ -86,17 +87,20 @@ ModelCost model_cost(const GgufFile& f) {
 
 void usage() {
   std::printf(
-      "usage: ds-cli bench --model FILE [-p N] [-n N] [-t N] [--batch B] [--repeats R] [--kv-type T]\n"
+      "usage: ds-cli bench --model FILE [-p N] [-n N] [-d D] [-t N] [--batch B] [--repeats R] [--kv-type T]\n"
       "                    [--json] [--profile] [--no-limits]\n"
       "  -p N         prompt tokens for the prefill test (default 512)\n"
       "  -n N         tokens to decode for the decode tests (default 128)\n"
       "  -t N         threads (default: one per physical core)\n"
+      "  -d, --depth D  the single-sequence decode test (and its profile) starts after D context\n"
+      "               tokens (prefilled untimed); its roofline counts weight bytes only (default 0)\n"
       "  --batch B    concurrent sequences for the aggregate decode test (default 8; 0 skips it)\n"
       "  --repeats R  repeats of each test; medians are reported with min..max (default 3)\n"
       "  --kv-type T  KV cache type f32|f16|bf16|q8_0 (default f16)\n"
       "  --json       one line with one JSON object (pp_tps, tg_tps, batch_tg_tps, bandwidth_gbs,\n"
       "               int8_gops, tg_roofline, pp_roofline, ...)\n"
-      "  --profile    break one prefill chunk and one decode step down by stage\n"
+      "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
+      "               step down by stage (decode steps: mean of 8)\n"
       "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n");
 }
 
@@ -118,6 +122,7 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "-n") ok = val(&b->n_gen);
     else if (s == "-t" || s == "--threads") ok = val(&b->n_threads);
     else if (s == "--batch") ok = val(&b->batch);
+    else if (s == "--depth" || s == "-d") ok = val(&b->depth);
     else if (s == "--repeats") ok = val(&b->repeats);
     else if (s == "--kv-type") { ok = i + 1 < a.size(); if (ok) b->kv_type = a[++i]; }
     else if (s == "--json") b->json = true;
@@ -153,11 +158,13 @@ Result<double> run_prefill(Engine& e, const std::vector<int32_t>& toks, std::vec
   return dt;
 }
 
-// n_seq sequences decode n_gen tokens each, one token per sequence per step, from empty
-// contexts; returns seconds for all steps.
-Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vector<float>& logits) {
+// n_seq sequences decode n_gen tokens each, one token per sequence per step, after `depth`
+// random context tokens (prefilled untimed, in chunks of `chunk` tokens); returns seconds
+// for the decode steps.
+Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vector<float>& logits, int depth = 0,
+                          int chunk = 512) {
   for (int s = 0; s < n_seq; ++s) {
-    Status st = e.seq_reserve(s, n_gen);
+    Status st = e.seq_reserve(s, depth + n_gen);
     if (!st) {
       for (int k = 0; k < s; ++k) e.seq_release(k);
       return st;
@@ -166,10 +173,19 @@ Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vec
   std::vector<int32_t> toks = random_tokens(n_seq * n_gen, n_vocab, 42);
   std::vector<SeqChunk> chunks(n_seq);
   Status st;
+  if (depth > 0) {
+    const std::vector<int32_t> ctx = random_tokens(depth, n_vocab, 43);
+    for (int s = 0; s < n_seq && st.is_ok(); ++s)
+      for (int p0 = 0; p0 < depth && st.is_ok(); p0 += chunk) {
+        const SeqChunk c{.seq_id = s, .tokens = std::span(ctx).subspan(p0, std::min(chunk, depth - p0)), .pos0 = p0};
+        st = e.step(std::span(&c, 1), logits.data());
+      }
+    e.profile_reset();  // a profile covers the decode steps only
+  }
   const double t0 = now_s();
   for (int it = 0; it < n_gen && st.is_ok(); ++it) {
     for (int s = 0; s < n_seq; ++s) {
-      chunks[s] = {.seq_id = s, .tokens = std::span(&toks[static_cast<size_t>(s * n_gen + it)], 1), .pos0 = it};
+      chunks[s] = {.seq_id = s, .tokens = std::span(&toks[static_cast<size_t>(s * n_gen + it)], 1), .pos0 = depth + it};
     }
     st = e.step(chunks, logits.data());
   }
@@ -179,8 +195,10 @@ Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vec
   return dt;
 }
 
-void print_profile(const char* what, const Engine& e) {
+// Stage times of the engine's profile divided by n_steps (a mean step).
+void print_profile(const char* what, const Engine& e, int n_steps = 1) {
   auto p = e.profile();
+  for (auto& [name, secs] : p) secs /= n_steps;
   double total = 0;
   for (const auto& [name, secs] : p) total += secs;
   std::printf("profile of %s (%.2f ms):\n", what, total * 1e3);
@@ -201,7 +219,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   const int n_par = std::max(1, b.batch) + 1;
   EngineOptions eo;
   eo.model_path = b.model;
-  eo.n_ctx = std::max(b.n_prompt, b.n_gen) + 16;
+  eo.n_ctx = std::max(b.n_prompt, b.depth + b.n_gen) + 16;
   eo.n_parallel = n_par;
   eo.n_threads = b.n_threads;
   eo.kv_type = b.kv_type;
@@ -224,7 +242,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     auto p = run_prefill(e, prompt, logits);
     if (!p) { std::fprintf(stderr, "error: prefill: %s\n", p.message().c_str()); return 1; }
     pp.push_back(b.n_prompt / *p);
-    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits);
+    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens);
     if (!t) { std::fprintf(stderr, "error: decode: %s\n", t.message().c_str()); return 1; }
     tg.push_back(b.n_gen / *t);
     if (b.batch > 0) {
@@ -251,10 +269,10 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (b.json) {
     std::printf(
         "{\"model\":\"%s\",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"batch\":%d,\"pp_tps\":%.3f,"
-        "\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
+        "\"depth\":%d,\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
         "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"int8_gops\":%.3f,\"bytes_per_token\":%.0f,"
         "\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
-        escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, spp.min,
+        escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, b.depth, spp.min,
         spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, gops, cost.bytes_per_token, cost.ops_per_token,
         tg_roof, pp_roof);
   } else {
@@ -264,7 +282,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::printf("%-22s %10s %20s %10s\n", "test", "t/s", "min..max", "roofline");
     std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("pp" + std::to_string(b.n_prompt)).c_str(), spp.median,
                 spp.min, spp.max, 100 * pp_roof);
-    std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("tg" + std::to_string(b.n_gen)).c_str(), stg.median,
+    const std::string tg_name = "tg" + std::to_string(b.n_gen) + (b.depth ? " @ d" + std::to_string(b.depth) : "");
+    std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", tg_name.c_str(), stg.median,
                 stg.min, stg.max, 100 * tg_roof);
     if (b.batch > 0) {
       std::printf("%-22s %10.2f %9.2f..%-10.2f %9.2fx\n", ("tg x" + std::to_string(b.batch) + " aggregate").c_str(),
@@ -276,9 +295,15 @@ int cmd_bench(const std::vector<std::string>& args) {
     e.profile_reset();
     (void)run_prefill(e, prompt, logits);
     print_profile(("one prefill chunk of " + std::to_string(b.n_prompt) + " tokens").c_str(), e);
+    constexpr int kSteps = 8;
     e.profile_reset();
-    (void)run_decode(e, 1, 1, n_vocab, logits);
-    print_profile("one decode step", e);
+    (void)run_decode(e, 1, kSteps, n_vocab, logits, b.depth, eo.max_batch_tokens);
+    print_profile("one decode step (mean of 8)", e, kSteps);
+    if (b.batch > 0) {
+      e.profile_reset();
+      (void)run_decode(e, b.batch, kSteps, n_vocab, logits);
+      print_profile(("one decode step of " + std::to_string(b.batch) + " sequences (mean of 8)").c_str(), e, kSteps);
+    }
     e.set_profiling(false);
   }
   return 0;

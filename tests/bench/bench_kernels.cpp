@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "kernel_test_data.h"
@@ -29,6 +30,10 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
                           std::to_string(n_out) + "x" + std::to_string(n_tok) + "c" + std::to_string(copies);
   for (auto& [k, p] : cache)
     if (k == key) return p;
+  if (copies > 1) {  // keep one cold problem alive at a time (each is hundreds of MB)
+    for (auto& [k, p] : cache)
+      if (p.w.size() > (size_t{64} << 20)) p = Problem{};
+  }
   std::mt19937 rng(1);
   Problem p;
   p.w = ds::test::random_weights(rng, t, n_in, n_out * copies);
@@ -74,14 +79,17 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
       benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * iters / 1e9, benchmark::Counter::kIsRate);
 }
 
-// Decode attention (1 query at position ctx - 1) over a paged F16 cache of 16-token pages.
+// Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
+// or a prefill chunk (the last n_q positions of ctx), cut into calls as the models' work
+// items are (ForwardCtx::for_each_attention_item): blocks of 16 queries, all heads per call.
 struct AttnProblem {
   std::vector<uint8_t> pages;
   std::vector<const uint8_t*> blocks;
   std::vector<float> q, out;
+  std::vector<int32_t> pos;
 };
 
-void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx) {
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -89,6 +97,7 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   }
   // MLA: V2-Lite-like 16 heads over [c 512 | k_pe 64]; GQA: Qwen-1.5B-like 12 heads, 2 KV heads of 128.
   const int n_head = mla ? 16 : 12, width = mla ? 576 : 2 * 2 * 128, block = 16;
+  const int d_q = mla ? 576 : 128, d_v = mla ? 512 : 128;
   std::mt19937 rng(5);
   AttnProblem p;
   const size_t row = static_cast<size_t>(width) * 2;
@@ -96,28 +105,35 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   const auto x = ds::test::random_floats(rng, width);
   for (int64_t j = 0; j < ctx; ++j) kt->store_kv(GgmlType::F16, x.data(), p.pages.data() + j * row, width);
   for (int64_t b = 0; b * block < ctx; ++b) p.blocks.push_back(p.pages.data() + b * block * row);
-  p.q = ds::test::random_floats(rng, n_head * 576);
-  p.out.resize(static_cast<size_t>(n_head) * 512);
-  const int32_t pos = static_cast<int32_t>(ctx - 1);
+  p.q = ds::test::random_floats(rng, n_q * n_head * d_q);
+  p.out.resize(static_cast<size_t>(n_q * n_head * d_v));
+  for (int64_t i = ctx - n_q; i < ctx; ++i) p.pos.push_back(static_cast<int32_t>(i));
   const ds::KvView kv{.type = GgmlType::F16, .blocks = p.blocks.data(), .block_size = block, .row_stride = row,
                       .head_offset = mla ? 0u : 256u, .elem_offset = 0};
-  for (auto _ : state) {
+  // Queries [q0, q0 + n), all heads.
+  auto run = [&](int64_t q0, int64_t n) {
     if (mla) {
-      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = 1, .q_abs = p.q.data(),
-                    .q_pe = p.q.data() + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = &pos,
-                    .kv = kv, .out = p.out.data(), .out_tok_stride = n_head * 512, .out_head_stride = 512,
-                    .head_begin = 0, .head_end = n_head});
+      const float* q = p.q.data() + q0 * n_head * 576;
+      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = q,
+                    .q_pe = q + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = p.pos.data() + q0,
+                    .kv = kv, .out = p.out.data() + q0 * n_head * 512, .out_tok_stride = n_head * 512,
+                    .out_head_stride = 512, .head_begin = 0, .head_end = n_head});
     } else {
       ds::KvView v = kv;
       v.elem_offset = 2 * 128 * 2;
-      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = 1,
-                      .q = p.q.data(), .q_tok_stride = n_head * 128, .q_head_stride = 128, .q_pos = &pos, .k = kv,
-                      .v = v, .out = p.out.data(), .out_tok_stride = n_head * 128, .out_head_stride = 128,
-                      .head_begin = 0, .head_end = n_head});
+      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n,
+                      .q = p.q.data() + q0 * n_head * 128, .q_tok_stride = n_head * 128, .q_head_stride = 128,
+                      .q_pos = p.pos.data() + q0, .k = kv, .v = v, .out = p.out.data() + q0 * n_head * 128,
+                      .out_tok_stride = n_head * 128, .out_head_stride = 128, .head_begin = 0, .head_end = n_head});
     }
+  };
+  for (auto _ : state) {
+    for (int64_t q0 = 0; q0 < n_q; q0 += 16) run(q0, std::min<int64_t>(16, n_q - q0));
     benchmark::DoNotOptimize(p.out.data());
   }
-  const double flops = 2.0 * n_head * static_cast<double>(ctx) * (mla ? 576 + 512 : 256);
+  double rows = 0.0;  // (query, KV row) pairs
+  for (int32_t pos : p.pos) rows += pos + 1.0;
+  const double flops = 2.0 * n_head * rows * (mla ? 576 + 512 : 256);
   state.counters["GFLOPS"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
                                                 benchmark::Counter::kIsRate);
 }
@@ -128,7 +144,15 @@ void register_all() {
       for (int64_t ctx : {512, 4096, 16384}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
                                  std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1)->Unit(benchmark::kMicrosecond);
+      }
+  // Prefill: a 512-token chunk over its own causal context, and the second chunk of 1024.
+  for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
+    for (bool mla : {true, false})
+      for (int64_t ctx : {512, 1024}) {
+        const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
+                                 "/f16/prefill:512/ctx:" + std::to_string(ctx);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512)->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
@@ -148,9 +172,25 @@ void register_all() {
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  // MoE expert products (V3-style bench model: gate/up 2048 -> 1408 Q4_K, down 1408 -> 2048
+  // Q5_0 or Q8_0) on the ~48 tokens an expert sees in a 512-token step. CPU time, one thread:
+  // steadier than wall time on a shared machine. COLD: 64 different matrices cycled
+  // through (~100 MB), so the weights stream from memory as an expert's do in a step.
+  for (auto [t, n_in, n_out] : {std::tuple{GgmlType::Q4_K, 2048, 1408}, std::tuple{GgmlType::Q5_0, 1408, 2048},
+                                std::tuple{GgmlType::Q8_0, 1408, 2048}})
+    for (int64_t n_tok : {48, 256})
+      for (int copies : {1, 64}) {  // 64: a different expert's matrix each time, from memory
+        const std::string name = std::string(copies > 1 ? "GEMM_MOE_COLD/avx512/" : "GEMM_MOE/avx512/") +
+                                 ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" + std::to_string(n_out) +
+                                 "/tok:" + std::to_string(n_tok);
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, n_tok, 1, false,
+                                     copies)
+            ->Unit(benchmark::kMicrosecond);
+      }
   // Cold decode GEMV: 48 different 1536x8960 matrices (the dense model's FFN shape), about
   // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0})
+  // Small batches (batched decode: 2-8 sequences, MoE experts seeing 1-3 tokens) on 1 thread.
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
     for (int n_threads : {1, 2}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
@@ -158,6 +198,15 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
+    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K) continue;
+    for (int64_t n_tok : {2, 3, 4, 8}) {
+      const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
+                               "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 48)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
   // oneDNN (its own threading: set OMP_NUM_THREADS to compare with one of our threads).
   for (GgmlType t : {GgmlType::F32, GgmlType::BF16})
     for (auto [n_in, n_out] : shapes)

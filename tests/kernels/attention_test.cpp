@@ -2,12 +2,18 @@
 // materialized scores, softmax and weighted sum in double over the same KV values (read
 // back from the cache, so F16/BF16/Q8_0 caches are compared on equal terms). Contexts 1 to
 // 4,096, one query and several (causal by position), paged blocks in shuffled order.
+// Prefill chunks (issue 7: several queries share each converted KV tile): chunks of 3 to 37
+// queries, scattered and repeated positions, row tails, and bitwise independence of a
+// query's output from the other queries and heads of its call [BATCH_INVARIANT].
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "kernel_test_data.h"
 #include "kernels/ref/ref.h"
@@ -169,6 +175,157 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
                                           << " q=" << it << " head=" << ih;
             }
         }
+      }
+    }
+}
+
+// ---- Prefill chunks: several queries per call (issue 7) ----
+
+// The cache as doubles, [ctx][width]: the naive side reads each row once.
+std::vector<double> cache_doubles(const PagedKv& kv, int64_t ctx) {
+  std::vector<double> d;
+  d.reserve(static_cast<size_t>(ctx * kv.width));
+  for (int64_t j = 0; j < ctx; ++j) {
+    const auto r = kv.read(j, 0, kv.width);
+    d.insert(d.end(), r.begin(), r.end());
+  }
+  return d;
+}
+
+// One attention problem with n_q queries at positions pos, callable on any query range
+// [first, first + n) and head range [hb, he), for flash (GQA) or MLA.
+struct Problem {
+  bool mla = false;
+  int n_head = 0, n_head_kv = 1, d_k = 0, d_v = 0;  // MLA: d_k = kv_lora + n_rope, d_v = kv_lora
+  float scale = 0.0f;
+  GgmlType type = GgmlType::F32;
+  std::unique_ptr<PagedKv> kv;
+  std::vector<int32_t> pos;
+  std::vector<float> q;  // [n_q][n_head][d_k]
+
+  Problem(std::mt19937& rng, bool is_mla, GgmlType t, int nh, int nkv, int dk, int dv, int64_t ctx,
+          std::vector<int32_t> positions)
+      : mla(is_mla), n_head(nh), n_head_kv(nkv), d_k(dk), d_v(dv), type(t), pos(std::move(positions)) {
+    scale = mla ? 0.3f : 3.0f / std::sqrt(static_cast<float>(dk));
+    const int64_t width = mla ? dk : nkv * (dk + dv);
+    kv = std::make_unique<PagedKv>(rng, t, ctx, width);
+    q = random_floats(rng, n_q() * nh * dk, mla ? -0.2f : -1.0f, mla ? 0.2f : 1.0f);
+  }
+  int64_t n_q() const { return static_cast<int64_t>(pos.size()); }
+  int64_t out_size() const { return n_q() * n_head * d_v; }
+
+  void run(const KernelTable& kt, int64_t first, int64_t n, int hb, int he, float* out) const {
+    const float* qf = q.data() + first * n_head * d_k;
+    float* of = out + first * n_head * d_v;
+    if (mla) {
+      const int kvl = d_v;
+      kt.mla_attn({.n_head = n_head, .kv_lora = kvl, .n_rope = d_k - kvl, .scale = scale, .n_q = n,
+                   .q_abs = qf, .q_pe = qf + kvl, .q_tok_stride = n_head * d_k, .q_head_stride = d_k,
+                   .q_pos = pos.data() + first, .kv = kv->view(0, 0), .out = of, .out_tok_stride = n_head * d_v,
+                   .out_head_stride = d_v, .head_begin = hb, .head_end = he});
+    } else {
+      kt.flash_attn({.n_head = n_head, .n_head_kv = n_head_kv, .d_k = d_k, .d_v = d_v, .scale = scale, .n_q = n,
+                     .q = qf, .q_tok_stride = n_head * d_k, .q_head_stride = d_k, .q_pos = pos.data() + first,
+                     .k = kv->view(0, ggml_row_size(type, d_k)),
+                     .v = kv->view(ggml_row_size(type, n_head_kv * d_k), ggml_row_size(type, d_v)), .out = of,
+                     .out_tok_stride = n_head * d_v, .out_head_stride = d_v, .head_begin = hb, .head_end = he});
+    }
+  }
+
+  // Naive attention of query it, head ih over the cache as doubles.
+  std::vector<double> naive(const std::vector<double>& cache, int64_t it, int ih) const {
+    const int64_t width = kv->width;
+    const int kh = mla ? 0 : ih / (n_head / n_head_kv);
+    const int64_t k_off = mla ? 0 : kh * d_k, v_off = mla ? 0 : n_head_kv * d_k + kh * d_v;
+    const float* qh = q.data() + (it * n_head + ih) * d_k;
+    std::vector<double> scores;
+    std::vector<std::vector<double>> values;
+    for (int64_t j = 0; j <= pos[static_cast<size_t>(it)]; ++j) {
+      const double* row = cache.data() + j * width;
+      double s = 0.0;
+      for (int i = 0; i < d_k; ++i) s += qh[i] * row[k_off + i];
+      scores.push_back(s * scale);
+      values.emplace_back(row + v_off, row + v_off + d_v);
+    }
+    return naive_attend(scores, values);
+  }
+};
+
+// The last n positions of a context of ctx tokens (a prefill chunk).
+std::vector<int32_t> chunk_positions(int64_t ctx, int64_t n) { return query_positions(ctx, n); }
+
+// Checks every query and head of p against naive attention, one call per ISA over all
+// queries and heads.
+void expect_naive(const Problem& p, int64_t ctx) {
+  const auto cache = cache_doubles(*p.kv, ctx);
+  std::vector<std::vector<double>> want;
+  for (int64_t it = 0; it < p.n_q(); ++it)
+    for (int ih = 0; ih < p.n_head; ++ih) want.push_back(p.naive(cache, it, ih));
+  for (const KernelTable* kt : available_tables()) {
+    std::vector<float> out(static_cast<size_t>(p.out_size()), NAN);
+    p.run(*kt, 0, p.n_q(), 0, p.n_head, out.data());
+    for (int64_t it = 0; it < p.n_q(); ++it)
+      for (int ih = 0; ih < p.n_head; ++ih) {
+        const size_t i = static_cast<size_t>(it * p.n_head + ih);
+        const double err = rel_err(out.data() + i * static_cast<size_t>(p.d_v), want[i]);
+        ASSERT_LE(err, kAttnRelTol) << isa_name(kt->isa) << (p.mla ? " mla " : " flash ") << ggml_type_name(p.type)
+                                    << " ctx=" << ctx << " n_q=" << p.n_q() << " q=" << it << " pos="
+                                    << p.pos[static_cast<size_t>(it)] << " head=" << ih;
+      }
+  }
+}
+
+TEST(Attention, PrefillChunksEqualNaiveSoftmax) {
+  std::mt19937 rng(23);
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
+    // Q8_0 rows are whole 32-element blocks; the others also take row tails (72, 40, 136 + 24).
+    const bool q8 = t == GgmlType::Q8_0;
+    const int fk = q8 ? 64 : 72, fv = q8 ? 96 : 40, lora = q8 ? 512 : 136, rope = q8 ? 64 : 24;
+    for (int64_t ctx : {1, 15, 16, 17, 100, 4096}) {
+      if (ctx == 4096 && (t == GgmlType::BF16 || t == GgmlType::Q8_0)) continue;  // time; same path as 100
+      for (int64_t n_q : {int64_t{3}, int64_t{17}, std::min<int64_t>(ctx, 37)}) {
+        if (n_q > ctx) continue;
+        const auto pos = chunk_positions(ctx, n_q);
+        expect_naive(Problem(rng, false, t, 6, 2, fk, fv, ctx, pos), ctx);
+        expect_naive(Problem(rng, true, t, 3, 1, lora + rope, lora, ctx, pos), ctx);
+      }
+    }
+  }
+}
+
+TEST(Attention, ScatteredQueryPositionsEqualNaiveSoftmax) {
+  // Positions out of order, repeated, and far apart: each query keeps its own causal limit.
+  std::mt19937 rng(24);
+  const std::vector<int32_t> pos = {299, 0, 15, 16, 17, 150, 150, 31, 32, 33, 64, 7, 298, 120, 1, 63, 47, 200, 5};
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
+    expect_naive(Problem(rng, false, t, 4, 2, 64, 96, 300, pos), 300);
+    expect_naive(Problem(rng, true, t, 2, 1, 576, 512, 300, pos), 300);
+  }
+}
+
+// [BATCH_INVARIANT] A query's output, bit for bit, does not depend on which other queries
+// or heads share its call: all queries and heads at once, one query and one head per call
+// (a decode step), chunks of 5 queries, and one head over all queries (the model's split).
+TEST(Attention, QueryOutputIndependentOfCallComposition) {
+  std::mt19937 rng(25);
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
+    for (bool mla : {false, true}) {
+      const int64_t ctx = 300;
+      const Problem p = mla ? Problem(rng, true, t, 4, 1, 576, 512, ctx, chunk_positions(ctx, 41))
+                            : Problem(rng, false, t, 12, 2, 128, 128, ctx, chunk_positions(ctx, 41));
+      const size_t n = static_cast<size_t>(p.out_size());
+      for (const KernelTable* kt : available_tables()) {
+        std::vector<float> all(n, NAN), solo(n, NAN), chunks(n, NAN), per_head(n, NAN);
+        p.run(*kt, 0, p.n_q(), 0, p.n_head, all.data());
+        for (int64_t it = 0; it < p.n_q(); ++it)
+          for (int ih = 0; ih < p.n_head; ++ih) p.run(*kt, it, 1, ih, ih + 1, solo.data());
+        for (int64_t q0 = 0; q0 < p.n_q(); q0 += 5)
+          p.run(*kt, q0, std::min<int64_t>(5, p.n_q() - q0), 0, p.n_head, chunks.data());
+        for (int ih = 0; ih < p.n_head; ++ih) p.run(*kt, 0, p.n_q(), ih, ih + 1, per_head.data());
+        const std::string what = std::string(isa_name(kt->isa)) + (mla ? " mla " : " flash ") + ggml_type_name(t);
+        EXPECT_EQ(0, std::memcmp(all.data(), solo.data(), n * 4)) << what << ": one query and head per call";
+        EXPECT_EQ(0, std::memcmp(all.data(), chunks.data(), n * 4)) << what << ": chunks of 5 queries";
+        EXPECT_EQ(0, std::memcmp(all.data(), per_head.data(), n * 4)) << what << ": one head per call";
       }
     }
 }

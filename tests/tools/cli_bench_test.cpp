@@ -1,0 +1,93 @@
+// ds-cli bench and ds-cli doctor as an operator runs them: bench --json prints exactly one
+// JSON object with the fields the issue names, all positive when measured; --depth and
+// --profile work; bad arguments and a missing model exit non-zero with a message; doctor
+// reports instruction sets, topology, measured limits and recommended flags.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "test_util.h"
+
+namespace ds::test {
+namespace {
+
+std::string model() { return shared_path("refdata/tiny-dsv3-Q4_K_M.gguf"); }
+
+CommandResult run(const std::string& args) { return run_command(cli_path() + " " + args + " 2>&1"); }
+
+// The one line of `out` that starts with '{', parsed; fails the test when there is not exactly one.
+nlohmann::json json_line(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, found;
+  int n = 0;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] == '{') {
+      found = line;
+      ++n;
+    }
+  EXPECT_EQ(n, 1) << out;
+  return n == 1 ? nlohmann::json::parse(found) : nlohmann::json::object();
+}
+
+TEST(CliBench, JsonHasMeasuredRatesAndLimits) {
+  const auto r = run("bench --model " + model() + " -p 8 -n 4 -d 12 -t 2 --batch 2 --repeats 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = json_line(r.out);
+  for (const char* k : {"pp_tps", "tg_tps", "batch_tg_tps", "bandwidth_gbs", "int8_gops", "tg_roofline", "pp_roofline"}) {
+    ASSERT_TRUE(j.contains(k)) << k << " missing: " << j.dump();
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  EXPECT_EQ(j["depth"].get<int>(), 12);
+  EXPECT_EQ(j["n_prompt"].get<int>(), 8);
+  EXPECT_EQ(j["batch"].get<int>(), 2);
+  // Rooflines are fractions of the machine's limits measured in the same run.
+  EXPECT_LT(j["tg_roofline"].get<double>(), 5.0);
+  EXPECT_LT(j["pp_roofline"].get<double>(), 5.0);
+}
+
+TEST(CliBench, NoLimitsSkipsTheProbes) {
+  const auto r = run("bench --model " + model() + " -p 4 -n 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = json_line(r.out);
+  EXPECT_EQ(j["bandwidth_gbs"].get<double>(), 0.0);
+  EXPECT_EQ(j["batch_tg_tps"].get<double>(), 0.0);  // --batch 0 skips the aggregate test
+  EXPECT_GT(j["tg_tps"].get<double>(), 0.0);
+}
+
+TEST(CliBench, ProfileBreaksStepsDownByStage) {
+  const auto r = run("bench --model " + model() + " -p 8 -n 2 -d 4 --batch 3 --repeats 1 --no-limits --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* s : {"profile of one prefill chunk of 8 tokens", "profile of one decode step",
+                        "profile of one decode step of 3 sequences", "attention", "router", "ffn_experts",
+                        "output_head", "tg2 @ d4"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST(CliBench, BadArgumentsExitWithAMessage) {
+  auto r = run("bench --model " + model() + " -p 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("at least 1"), std::string::npos) << r.out;
+  r = run("bench --model " + model() + " --frobnicate");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--frobnicate"), std::string::npos) << r.out;
+  r = run("bench --model " + model() + " -d");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = run("bench --model /nonexistent/model.gguf -p 4 -n 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/model.gguf"), std::string::npos) << r.out;
+  EXPECT_EQ(r.signal, 0);
+}
+
+TEST(CliDoctor, ReportsHostAndRecommendations) {
+  const auto r = run("doctor");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* s : {"instruction sets:", "AVX2", "AVX-512", "AMX", "NUMA nodes:", "transparent huge pages",
+                        "read bandwidth:", "int8 dot-product peak:", "recommended ds-server flags:", "--threads",
+                        "--numa"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+}  // namespace
+}  // namespace ds::test
