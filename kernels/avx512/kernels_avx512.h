@@ -20,6 +20,8 @@ int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 // (fewer than a pass remain).
 // Bit-identical to matmul ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
 bool gemv_supported(GgmlType t);
+// Most activation rows for which matmul takes the GEMV passes (1 for most types).
+int64_t gemv_max_tok(GgmlType t);
 int64_t gemv_rows(const MatmulArgs& m);
 // One pass: activation row t against weight rows [r0, r0 + 4), into out[t][r0..r0+3].
 using Gemv4Fn = void (*)(const MatmulArgs& m, int64_t t, int64_t r0);

@@ -187,6 +187,16 @@ GemvPass gemv_pass(GgmlType t) {
 
 bool gemv_supported(GgmlType t) { return gemv_pass(t).fn != nullptr; }
 
+int64_t gemv_max_tok(GgmlType t) {
+  // Batched decode: up to 4 tokens, the 4-row K-quant passes beat the tile loop even though
+  // each token redoes the unpacking (the 4 rows stay in L1). 1536x8960 from memory, 1 thread,
+  // CPU time, two runs, tile -> GEMV: Q4_K 2 tokens 615/647 -> 550/387 us, 3 tokens 785/823
+  // -> 778/561, 4 tokens 1021/1012 -> 975/701; 8 tokens 992/1014 (panel) -> 1830/1332. The
+  // 1-row Q6_K pass lost at every count above 1 (2 tokens 530/569 -> 978/569); the 32-block
+  // passes were not measured.
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 4 : 1;
+}
+
 int64_t gemv_rows(const MatmulArgs& m) {
   const GemvPass pass = gemv_pass(m.wtype);
   int64_t r = m.row_begin;
