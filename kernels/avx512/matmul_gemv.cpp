@@ -192,9 +192,10 @@ int64_t gemv_max_tok(GgmlType t) {
   // each token redoes the unpacking (the 4 rows stay in L1). 1536x8960 from memory, 1 thread,
   // CPU time, two runs, tile -> GEMV: Q4_K 2 tokens 615/647 -> 550/387 us, 3 tokens 785/823
   // -> 778/561, 4 tokens 1021/1012 -> 975/701; 8 tokens 992/1014 (panel) -> 1830/1332. The
-  // 1-row Q6_K pass lost at every count above 1 (2 tokens 530/569 -> 978/569); the 32-block
-  // passes were not measured.
-  return t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 4 : 1;
+  // 1-row Q6_K pass lost at every count above 1 (2 tokens 530/569 -> 978/569). The Q5_0
+  // 4-row pass (MoE expert down products): 2 tokens 1462/1104 -> 820/872 us, 3 tokens
+  // 1693/1445 -> 1023/1181, 4 tokens 2467/2453 -> 1153/1678. Q4_0 was not measured.
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q5_0 ? 4 : 1;
 }
 
 int64_t gemv_rows(const MatmulArgs& m) {

@@ -198,7 +198,7 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
-    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K) continue;
+    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0) continue;
     for (int64_t n_tok : {2, 3, 4, 8}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
