@@ -6,6 +6,7 @@
 # and stops it at the end. Prints one line per run and the ratio; nothing is timed in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/server.sh
 build=${BUILD_DIR:-build}
 model=${1:-../shared/refdata/tiny-dsv3-Q4_K_M.gguf}
 shift || true
@@ -14,17 +15,8 @@ streams=${STREAMS:-8}
 threads=${THREADS:-0}
 log=$(mktemp /tmp/ds-bench.XXXXXX.log)
 
-"$build/src/ds-server" --model "$model" --host 127.0.0.1 --port 0 --parallel "$streams" \
-  --threads "$threads" --ctx-size $((n_predict + 256)) "$@" >"$log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
-port=""
-for _ in $(seq 1 600); do
-  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$' || true)
-  if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" >/dev/null; then break; fi
-  kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.1
-done
+start_server "$log" --model "$model" --parallel "$streams" --threads "$threads" \
+  --ctx-size $((n_predict + 256)) "$@"
 
 python3 - "$port" "$n_predict" "$streams" <<'PY'
 import json, sys, threading, time, urllib.request

@@ -12,6 +12,7 @@
 #    streamed token. Prints the median TTFT and its ratio to PROMPT / pp rate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/server.sh
 build=${BUILD_DIR:-build}
 model=${1:-build/bench/moe-bench-Q4_K_M.gguf}
 shift || true
@@ -28,17 +29,7 @@ pp_long=$(pp_json "$prompt")
 pp_512=$(pp_json 512)
 
 log=$(mktemp /tmp/ds-ttft.XXXXXX.log)
-"$build/src/ds-server" --model "$model" --host 127.0.0.1 --port 0 --threads "$threads" \
-  --ctx-size $((prompt + 64)) "$@" >"$log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
-port=""
-for _ in $(seq 1 600); do
-  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$' || true)
-  if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" >/dev/null; then break; fi
-  kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.1
-done
+start_server "$log" --model "$model" --threads "$threads" --ctx-size $((prompt + 64)) "$@"
 
 python3 - "$port" "$prompt" "$repeats" "$pp_long" "$pp_512" <<'PY'
 import json, random, statistics, sys, time, urllib.request

@@ -38,6 +38,21 @@ struct PanelK4 {
 
 inline __m512i gather_dwords(const uint8_t* base, __m512i vidx) { return _mm512_i32gather_epi32(vidx, base, 1); }
 
+// Byte offsets of a panel's 16 rows, as gather indices.
+inline __m512i row_offsets(size_t row_stride) {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(static_cast<int>(row_stride)));
+}
+
+// The reference's float step of one Q4_K/Q5_K block, one lane per row ([KQUANT_EXACT]):
+// acc + ((ad * d) * sumi - (ad * dmin) * summ).
+inline __m512 k4_block_step(__m512 acc, float ad, const PanelK4& p, __m512i sumi, __m512i summ) {
+  const __m512 a = _mm512_set1_ps(ad);
+  const __m512 dall = _mm512_mul_ps(a, p.d), dmin = _mm512_mul_ps(a, p.dmin);
+  return _mm512_add_ps(acc, _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi)),
+                                          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
+}
+
 // In place: r[i] lane j <-> r[j] lane i (16 x 16 dwords): 32-bit, then 64-bit unpacks
 // inside 128-bit lanes, then 128-bit lane shuffles.
 inline void transpose16(__m512i* r) {
@@ -154,20 +169,13 @@ template <int NT>
       summ[t] = _mm512_dpwssd_epi32(summ[t], _mm512_set1_epi32(b2), p.mp[j]);
     }
   }
-  for (int t = 0; t < NT; ++t) {
-    const __m512 ad = _mm512_set1_ps(a[t]->d);
-    const __m512 dall = _mm512_mul_ps(ad, p.d), dmin = _mm512_mul_ps(ad, p.dmin);
-    const __m512 step = _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi[t])),
-                                      _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[t])));
-    acc[t] = _mm512_add_ps(acc[t], step);
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi[t], summ[t]);
 }
 
 template <class WB, bool kHasQh>
 void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
-  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const __m512i vidx = row_offsets(m.w_row_stride);
   const int64_t nb = m.n_in / kQK_K;
   const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[kPanelMaxTok];
@@ -238,22 +246,16 @@ template <int NT>
       const __m512i bb = _mm512_set1_epi32(b2);
       for (int r = 0; r < 2; ++r) summ[r][t] = _mm512_dpwssd_epi32(summ[r][t], bb, p[r].mp[j]);
     }
-  for (int r = 0; r < 2; ++r)
-    for (int t = 0; t < NT; ++t) {
-      const __m512 ad = _mm512_set1_ps(a[t]->d);
-      const __m512 dall = _mm512_mul_ps(ad, p[r].d), dmin = _mm512_mul_ps(ad, p[r].dmin);
-      const __m512 step = _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi[r][t])),
-                                        _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[r][t])));
-      __m512* acc = r == 0 ? acc0 : acc1;
-      acc[t] = _mm512_add_ps(acc[t], step);
-    }
+  for (int t = 0; t < NT; ++t) {
+    acc0[t] = k4_block_step(acc0[t], a[t]->d, p[0], sumi[0][t], summ[0][t]);
+    acc1[t] = k4_block_step(acc1[t], a[t]->d, p[1], sumi[1][t], summ[1][t]);
+  }
 }
 
 template <class WB, bool kHasQh>
 void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
-  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const __m512i vidx = row_offsets(m.w_row_stride);
   const int64_t nb = m.n_in / kQK_K;
   const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[2][kPanelMaxTok];
@@ -354,8 +356,7 @@ template <int NT>
 
 void panel_q6k(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
-  const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(static_cast<int>(m.w_row_stride)));
+  const __m512i vidx = row_offsets(m.w_row_stride);
   const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();

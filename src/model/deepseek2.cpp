@@ -36,7 +36,7 @@ class Deepseek2Model : public Model {
     // Floats per token (quantized forms counted at 4 bytes per element).
     const size_t attn_f = 3 * E + 2 * ql + H * qw + (kvl + rope) + H * qw + H * (kvl + rope) + 2 * H * kvl +
                           2 * H * nv;
-    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 12) + t * 32 + 34 * 64;
+    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 12) + t * ForwardCtx::kAttnItemBytes + 34 * 64;
     const size_t dense = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64;
     const size_t moe = t * 4 * E + moe_ffn_scratch(hp_, T) + 16 * 64;
     return base_scratch_bytes(T) + std::max({attn, dense, moe});

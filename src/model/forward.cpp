@@ -3,6 +3,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 
 namespace ds {
@@ -156,13 +157,10 @@ void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_s
 
 void matmul_many(ForwardCtx& ctx, ActRows& a, std::initializer_list<MatOut> outs) {
   constexpr int kMax = 4;
+  assert(outs.size() <= kMax);
   MatJob jobs[kMax];
   int n = 0;
   for (const MatOut& o : outs) {
-    if (n == kMax) {  // more than kMax: the rest one by one
-      matmul(ctx, *o.w, a, o.out, o.out_stride);
-      continue;
-    }
     size_t stride = 0;
     const void* act = a.get(o.w->type, &stride);
     jobs[n++] = MatJob{*o.w, act, stride, a.n_rows(), o.out, o.out_stride};

@@ -168,15 +168,17 @@ struct ForwardCtx {
   // head count allows). Threads grab items one at a time: causal prefill makes later query
   // blocks costlier. f(seq, q0, n, h0, h1) runs queries [q0, q0 + n) of seqs[seq], heads
   // [h0, h1). Each (query, head) output is computed the same way whatever else its item
-  // holds [BATCH_INVARIANT]. Uses 32 bytes of arena per batch token.
+  // holds [BATCH_INVARIANT]. Uses kAttnItemBytes of arena per batch token (models count it
+  // in scratch_bytes).
   static constexpr int64_t kAttnQueryBlock = 16;
+  static constexpr size_t kAttnItemBytes = 32;
   template <class F>
   void for_each_attention_item(int n_head, F&& f) {
     struct QBlock {
       int seq;
       int64_t q0, n;
     };
-    static_assert(sizeof(QBlock) <= 32);
+    static_assert(sizeof(QBlock) <= kAttnItemBytes);
     int64_t n_blocks = 0;
     for (int s = 0; s < batch.n_seqs; ++s) n_blocks += (batch.seqs[s].n + kAttnQueryBlock - 1) / kAttnQueryBlock;
     if (n_blocks == 0) return;
@@ -261,6 +263,7 @@ void matmul(ForwardCtx& ctx, const Mat& w, ActRows& a, float* out, int64_t out_s
 
 // Several products of the same activation rows (Q/K/V, MLA's q_a and kv_a) in one parallel
 // pass: one synchronization instead of one per matrix. Same outputs as separate matmul()s.
+// At most 4 products.
 struct MatOut {
   const Mat* w;
   float* out;
