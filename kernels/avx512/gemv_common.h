@@ -1,6 +1,6 @@
 // Pieces shared by the AVX-512 decode GEMV files (matmul_gemv.cpp, matmul_gemv32.cpp):
-// 4 weight rows per pass, a software prefetch ahead of the weight stream, and the
-// transposing reductions that put row r's sum in lane r. Internal to kernels/avx512.
+// 4 weight rows per pass (rows rstep apart), the transposing reductions that put row r's
+// sum in lane r, and the store of the 4 results. Internal to kernels/avx512.
 #pragma once
 #include <immintrin.h>
 
@@ -10,18 +10,6 @@
 namespace ds::avx512::gemv {
 
 constexpr int kRows = 4;  // weight rows per pass
-// Software prefetch distance: each block step prefetches the 4 blocks' worth of bytes this
-// far ahead in the (contiguous) rows. Measured on 48 cycled 1536x8960 matrices (from
-// DRAM), 1 thread, see tests/bench/RESULTS.md.
-constexpr size_t kPrefetchBytes = 8192;
-
-// Step ib of a pass over rows that lie back to back from w0 covers 4 blocks' worth of
-// bytes: prefetch that much, kPrefetchBytes ahead of where the step's bytes start.
-inline void prefetch_step(const uint8_t* w0, int64_t ib, size_t step_bytes, size_t ahead = kPrefetchBytes) {
-  const char* pf = reinterpret_cast<const char*>(w0) + ahead + static_cast<size_t>(ib) * step_bytes;
-  for (size_t o = 0; o < step_bytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
-}
-
 // 16 bytes of each of 4 rows (at p, p + stride, ...) as the 4 128-bit lanes of a zmm.
 inline __m512i load4x16(const uint8_t* p, size_t stride) {
   __m512i x = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -53,6 +41,14 @@ inline __m512i chunk_sums(__m512i t) {
 inline __m128i reduce_chunks4(__m512i t) {
   return _mm512_castsi512_si128(
       _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), chunk_sums(t)));
+}
+
+// Row k's result (lane k of v) to out[k * rstep]: adjacent rows in one store.
+inline void store_rows4(float* out, int64_t rstep, __m128 v) {
+  if (rstep == 1) return _mm_storeu_ps(out, v);
+  alignas(16) float o[kRows];
+  _mm_store_ps(o, v);
+  for (int k = 0; k < kRows; ++k) out[k * rstep] = o[k];
 }
 
 // Index vector for _mm512_permutexvar_epi16: lane i takes value f(i).

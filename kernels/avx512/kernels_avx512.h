@@ -16,15 +16,17 @@ bool panel_supported(GgmlType t);
 int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 
 // matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) in passes
-// of 4 rows (1 for Q6_K) (decode, a few tokens); returns the first row not computed
-// (fewer than a pass remain).
+// of 4 rows (decode, a few tokens); returns the first row not computed (fewer than a
+// pass remain). A pass takes one row from each quarter of the range, so that a thread
+// reads 4 sequential streams (see gemv_rows).
 // Bit-identical to matmul ([KQUANT_EXACT]); only for the types gemv_supported() accepts.
 bool gemv_supported(GgmlType t);
 // Most activation rows for which matmul takes the GEMV passes (1 for most types).
 int64_t gemv_max_tok(GgmlType t);
 int64_t gemv_rows(const MatmulArgs& m);
-// One pass: activation row t against weight rows [r0, r0 + 4), into out[t][r0..r0+3].
-using Gemv4Fn = void (*)(const MatmulArgs& m, int64_t t, int64_t r0);
+// One pass: activation row t against weight rows r0 + k * rstep (k < 4), into
+// out[t][r0 + k * rstep].
+using Gemv4Fn = void (*)(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep);
 // matmul_gemv32.cpp: the 4-row pass for Q4_0 and Q5_0, else nullptr.
 Gemv4Fn gemv4_fn_32(GgmlType t);
 

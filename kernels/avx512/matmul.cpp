@@ -200,7 +200,7 @@ void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
   if (m.n_tok <= gemv_max_tok(m.wtype) && gemv_supported(m.wtype)) {
-    // Decode: passes of 4 weight rows (1 for Q6_K) in matmul_gemv.cpp / matmul_gemv32.cpp,
+    // Decode: passes of 4 weight rows in matmul_gemv.cpp / matmul_gemv32.cpp,
     // the last rows by the tile loop; both bit-identical per output ([KQUANT_EXACT]).
     // Q4_K/Q5_K take this path up to 4 tokens (gemv_max_tok), the rest from 2 on the tiles.
     MatmulArgs rest = m;

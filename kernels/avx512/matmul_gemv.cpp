@@ -1,10 +1,12 @@
 // AVX-512 decode GEMV for the K-quants: one activation row against 4 weight rows per pass
-// (Q4_K, Q5_K; software prefetch ahead of the weight stream) or against 1 row (Q6_K, read
-// front to back for the hardware prefetcher; see gemv_pass below). Q4_0 and Q5_0 are in
-// matmul_gemv32.cpp. Measured numbers: tests/bench/RESULTS.md.
+// (Q4_K, Q5_K, Q6_K); Q4_0 and Q5_0 are in matmul_gemv32.cpp. Measured numbers:
+// tests/bench/RESULTS.md.
 //
-// Instructions per weight byte decide the speed once the prefetch hides the memory
-// latency, so the formulation differs from the tile loop (dot_blocks.h):
+// Memory: a pass takes one row from each quarter of the caller's row range (gemv_rows),
+// so a thread reads 4 sequential streams, each followed by the hardware prefetcher. One
+// stream per core reads ~19 GB/s here, four ~32; adjacent rows (the old layout, with a
+// software prefetch ahead) behaved like one stream. Compute: instructions per weight byte
+// decide the speed from cache, so the formulation differs from the tile loop (dot_blocks.h):
 // - products with VNNI dpbusd (u8 weights x s8 activations, 4 per int32 lane) instead of
 //   maddubs + dpwssd: a lane sums 4 elements of one sub-block, at most 4 * 63 * 128 in
 //   magnitude, so two dpbusd results pack (packssdw, no saturation) into one register of
@@ -55,10 +57,10 @@ inline __m512i k4_scales_mins_x4(__m512i x) {
 // sub-block 4h + 2 * (i >= 16) + (i % 8 >= 4). Q5_K: the 5th bit of sub-block j's
 // element l is bit j of qh[l].
 template <class WB, bool kHasQh>
-void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
+void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
   const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
-  const size_t ws = m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   // idx_sc[2h + rr]: scales for register pair h of row rr (0, 1) of a 2-row int16 vector.
   const auto sc = [](int h, int rr) {
@@ -88,7 +90,6 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
     const __m128i bs8 = _mm256_cvtepi32_epi16(_mm256_madd_epi16(bs16, _mm256_set1_epi16(1)));
     const __m512i bsum_m = _mm512_maskz_mov_epi16(0xFF00FF00u, _mm512_broadcast_i32x4(bs8));
     const uint8_t* wb = w0 + ib * sizeof(WB);
-    prefetch_step(w0, ib, kRows * sizeof(WB));
     const __m512i heads = load4x16(wb, ws);  // d, dmin, scales[12] of each row
     const __m512i scm = k4_scales_mins_x4(heads);
     const __m512i sm[2] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(scm)),
@@ -122,7 +123,7 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
     const __m128 dall = _mm_mul_ps(ad, _mm256_castps256_ps128(dm)), dmin = _mm_mul_ps(ad, _mm256_extractf128_ps(dm, 1));
     acc = _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(dall, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(summ))));
   }
-  _mm_storeu_ps(m.out + t * m.out_stride + r0, acc);
+  store_rows4(m.out + t * m.out_stride + r0, rstep, acc);
 }
 
 // Q6_K: ql[64h + l] low nibble = element 128h + l (l < 64), high nibble = 128h + 64 + l;
@@ -131,61 +132,58 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0) {
 // activation's order. dpbusd lane i of register k is sub-block 4k + i / 4 (16 elements);
 // packs(reg 2h, reg 2h + 1) int16 lane i is sub-block 8h + (i / 8) + 4 * (i % 8 >= 4).
 // q - 32 is applied through the bsums: sumi = sum sc_j * dot_j - 32 * sum sc_j * bsums_j.
-void gemv1_q6k(const MatmulArgs& m, int64_t t, int64_t r0) {
+// The 4 rows of a pass share the activation loads; each row keeps its own running sum.
+void gemv4_q6k(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
-  const auto* w = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   static const __m512i idx_sc[2] = {idx16([](int i) { return i / 8 + 4 * (i % 8 >= 4); }),
                                     idx16([](int i) { return 8 + i / 8 + 4 * (i % 8 >= 4); })};
   const __m512i sh_lo = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
   const __m512i sh_hi = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
-  float acc = 0.0f;
+  float acc[kRows] = {};
   for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
     const BlockQ8_K& ab = a[ib];
-    const BlockQ6_K& b = w[ib];
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    const __m512i sc = _mm512_castsi256_si512(sc16);
-    __m512i acc_r = _mm512_setzero_si512();
-    for (int h = 0; h < 2; ++h) {
-      const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
-      const __m512i q0 = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi16(qh, sh_lo), m30, 0xF8);
-      const __m512i q1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                                   _mm512_srlv_epi16(qh, sh_hi), m30, 0xF8);
-      const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, _mm512_loadu_si512(ab.qs + 128 * h));
-      const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, _mm512_loadu_si512(ab.qs + 128 * h + 64));
-      acc_r = _mm512_dpwssd_epi32(acc_r, _mm512_packs_epi32(d0, d1), _mm512_permutexvar_epi16(idx_sc[h], sc));
+    const __m512i av[4] = {_mm512_loadu_si512(ab.qs), _mm512_loadu_si512(ab.qs + 64), _mm512_loadu_si512(ab.qs + 128),
+                           _mm512_loadu_si512(ab.qs + 192)};
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
+    for (int r = 0; r < kRows; ++r) {
+      const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w0 + r * ws)[ib];
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+      const __m512i sc = _mm512_castsi256_si512(sc16);
+      __m512i acc_r = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+        const __m512i q0 = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi16(qh, sh_lo), m30, 0xF8);
+        const __m512i q1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                     _mm512_srlv_epi16(qh, sh_hi), m30, 0xF8);
+        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, av[2 * h]);
+        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, av[2 * h + 1]);
+        acc_r = _mm512_dpwssd_epi32(acc_r, _mm512_packs_epi32(d0, d1), _mm512_permutexvar_epi16(idx_sc[h], sc));
+      }
+      int sumi, soff;
+      hsum2_epi32(acc_r, _mm256_madd_epi16(bsums, sc16), &sumi, &soff);
+      sumi -= soff << 5;
+      acc[r] += (ab.d * half_to_float(b.d)) * static_cast<float>(sumi);
     }
-    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
-    int sumi, soff;
-    hsum2_epi32(acc_r, off, &sumi, &soff);
-    sumi -= soff << 5;
-    acc += (ab.d * half_to_float(b.d)) * static_cast<float>(sumi);
   }
-  m.out[t * m.out_stride + r0] = acc;
+  store_rows4(m.out + t * m.out_stride + r0, rstep, _mm_loadu_ps(acc));
 }
 
-// A pass and the weight rows it covers. Q6_K goes one row at a time: its 4-row version
-// (rows interleaved block by block, software prefetch) computed faster from cache but
-// streamed slower from memory than reading one row front to back and leaving the
-// prefetch to the hardware (see tests/bench/RESULTS.md).
-struct GemvPass {
-  Gemv4Fn fn;
-  int rows;
-};
-
-GemvPass gemv_pass(GgmlType t) {
+Gemv4Fn gemv_pass(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_K: return {gemv4_k4<BlockQ4_K, false>, kRows};
-    case GgmlType::Q5_K: return {gemv4_k4<BlockQ5_K, true>, kRows};
-    case GgmlType::Q6_K: return {gemv1_q6k, 1};
-    default: return {gemv4_fn_32(t), kRows};
+    case GgmlType::Q4_K: return gemv4_k4<BlockQ4_K, false>;
+    case GgmlType::Q5_K: return gemv4_k4<BlockQ5_K, true>;
+    case GgmlType::Q6_K: return gemv4_q6k;
+    default: return gemv4_fn_32(t);
   }
 }
 
 }  // namespace
 
-bool gemv_supported(GgmlType t) { return gemv_pass(t).fn != nullptr; }
+bool gemv_supported(GgmlType t) { return gemv_pass(t) != nullptr; }
 
 int64_t gemv_max_tok(GgmlType t) {
   // Batched decode: up to 4 tokens, the 4-row K-quant passes beat the tile loop even though
@@ -194,17 +192,21 @@ int64_t gemv_max_tok(GgmlType t) {
   // -> 778/561, 4 tokens 1021/1012 -> 975/701; 8 tokens 992/1014 (panel) -> 1830/1332. The
   // 1-row Q6_K pass lost at every count above 1 (2 tokens 530/569 -> 978/569). The Q5_0
   // 4-row pass (MoE expert down products): 2 tokens 1462/1104 -> 820/872 us, 3 tokens
-  // 1693/1445 -> 1023/1181, 4 tokens 2467/2453 -> 1153/1678. Q4_0 was not measured.
+  // 1693/1445 -> 1023/1181, 4 tokens 2467/2453 -> 1153/1678. Q4_0 was not measured. (All
+  // measured before passes took their rows from 4 streams; Q6_K then had a 1-row pass.)
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q5_0 ? 4 : 1;
 }
 
 int64_t gemv_rows(const MatmulArgs& m) {
-  const GemvPass pass = gemv_pass(m.wtype);
-  int64_t r = m.row_begin;
+  const Gemv4Fn pass = gemv_pass(m.wtype);
+  // Pass i takes row i of each quarter of the range: each quarter is read front to back,
+  // so the thread keeps 4 sequential streams going. One stream per core reads ~19 GB/s on
+  // this Zen 4, four ~32 (the probe in src/runtime/machine_limits.cpp, tests/bench/RESULTS.md).
+  const int64_t q = (m.row_end - m.row_begin) / kRows;
   // Tokens inside the row loop: the pass's rows stay in L1 while each token passes.
-  for (; r + pass.rows <= m.row_end; r += pass.rows)
-    for (int64_t t = 0; t < m.n_tok; ++t) pass.fn(m, t, r);
-  return r;
+  for (int64_t i = 0; i < q; ++i)
+    for (int64_t t = 0; t < m.n_tok; ++t) pass(m, t, m.row_begin + i, q);
+  return m.row_begin + kRows * q;
 }
 
 }  // namespace ds::avx512

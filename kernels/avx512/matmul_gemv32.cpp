@@ -1,5 +1,5 @@
 // AVX-512 decode GEMV for the 32-block types Q4_0 and Q5_0 against Q8_0 activations: 4
-// weight rows x 4 blocks per step, with a software prefetch ahead of the weight stream.
+// weight rows (rstep apart, one per stream: matmul_gemv.cpp) x 4 blocks per step.
 // Q8_0 weights would fit the same scheme (SpanQ8_0 below, used here for the activation
 // blocks) and measured as fast from cache as the tile loop, but slower from memory: its
 // 34-byte blocks need four 64-byte loads per row and step. Q8_0 stays on the tile loop.
@@ -19,7 +19,6 @@
 // one lane per row, so results are bit-identical to kernels/ref and to the tile loop.
 #include <immintrin.h>
 
-#include <cstring>
 
 #include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/gemv_common.h"
@@ -115,12 +114,13 @@ struct DotFor<SpanQ5_0> {
   using T = DotQ5_0;
 };
 
+
 template <class S>
-void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0) {
+void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   using WB = typename S::WB;
   const uint8_t* act = static_cast<const uint8_t*>(m.act) + t * m.act_row_stride;
   const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
-  const size_t ws = m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
   const int64_t nb = m.n_in / 32, n_steps = nb / kBlocks;
   static const S sp;
   static const SpanQ8_0 asp;
@@ -129,7 +129,6 @@ void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0) {
   for (int64_t is = 0; is < n_steps; ++is) {
     const Span4 a = asp.load(act + is * kBlocks * sizeof(BlockQ8_0));
     const uint8_t* wb = w0 + is * kBlocks * sizeof(WB);
-    prefetch_step(w0, is, kRows * kBlocks * sizeof(WB));
     __m512i z[kRows], dw = _mm512_setzero_si512();
     for (int r = 0; r < kRows; ++r) {
       const Span4 u = sp.unpack(wb + r * ws);
@@ -162,7 +161,7 @@ void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0) {
       out[r] = sum.sum;
     }
   }
-  std::memcpy(m.out + t * m.out_stride + r0, out, sizeof(out));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, _mm_load_ps(out));
 }
 
 }  // namespace

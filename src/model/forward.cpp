@@ -76,22 +76,27 @@ void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
   const int64_t grab = std::max<int64_t>(1, total_cost / (8 * int64_t{pool.n_threads()} * max_cost));
   pool.parallel_for(n_items, grab, [&](int64_t i0, int64_t i1, int) {
     int k = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
-    for (int64_t i = i0; i < i1; ++i) {
+    for (int64_t i = i0; i < i1;) {
       while (i >= first[k + 1]) ++k;
       const MatJob& job = jobs[order[k]];
       const int64_t rows = rows_of(job), r0 = (i - first[k]) * rows;
+      // Decode: the grab's items of one job go to the kernel as one row range, which the
+      // GEMV spreads over 4 sequential streams (kernels/avx512/matmul_gemv.cpp). Prefill
+      // items stay one per call (panel kernels keep their activation chunk hot per item).
+      const int64_t n_run = job.n_tok < 8 ? std::min(i1, first[k + 1]) - i : 1;
       MatmulArgs a{.wtype = job.w.type,
                    .w = job.w.data,
                    .w_row_stride = job.w.row_stride,
                    .n_in = job.w.n_in,
                    .row_begin = r0,
-                   .row_end = std::min(r0 + rows, job.w.n_out),
+                   .row_end = std::min(r0 + n_run * rows, job.w.n_out),
                    .act = job.act,
                    .act_row_stride = job.act_stride,
                    .n_tok = job.n_tok,
                    .out = job.out,
                    .out_stride = job.out_stride};
       kt.matmul(a);
+      i += n_run;
     }
   });
 }

@@ -143,8 +143,10 @@ TEST(IsaVsRef, MatmulMatchesRefAndIsBatchInvariant) {
 // packing and offset arithmetic must not overflow). Rows outside the range stay untouched.
 TEST(IsaVsRef, DecodeGemvBitExact) {
   std::mt19937 rng(18);
-  const int64_t n_out = 13;
-  const std::pair<int64_t, int64_t> ranges[] = {{0, 13}, {0, 4}, {1, 6}, {3, 12}, {5, 13}, {12, 13}};
+  // Ranges of 4+ rows take passes over their quarters (one row of each per pass, rows
+  // q apart), the rest adjacent rows or the tile loop; rows outside must stay untouched.
+  const int64_t n_out = 37;
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 13}, {0, 4}, {1, 6}, {3, 12}, {5, 13}, {12, 13}, {0, 37}, {2, 37}, {3, 35}};
   for (const KernelTable* kt : available_tables())
     for (GgmlType t : weight_types()) {
       if (!kquant(t)) continue;
