@@ -47,6 +47,10 @@ struct MatmulArgs {
   int64_t n_tok;
   float* out;                // [n_tok][out_stride]
   int64_t out_stride;        // elements
+  // The same weights repacked into 16-row panels (kernels/quant/repack.h), covering rows
+  // [0, 16 * floor(n_out / 16)), or null. Kernels that know the layout read it for those
+  // rows; every other path reads w, which stays valid.
+  const void* w_panels = nullptr;
 };
 
 // RoPE [ROPE]. Angles for pair i of n_rot rotated dims at position p:

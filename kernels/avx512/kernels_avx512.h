@@ -15,6 +15,10 @@ constexpr int64_t kPanelMaxTok = 256;
 bool panel_supported(GgmlType t);
 int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt);
 
+// matmul_packed.cpp: matmul over a matrix with a packed copy (m.w_panels set, type
+// repack_supported): packed panels for the 16-aligned rows, matmul() for the rest.
+void packed_matmul(const MatmulArgs& m);
+
 // matmul_gemv.cpp: the activation rows against weight rows [row_begin, row_end) in passes
 // of 4 rows (decode, a few tokens); returns the first row not computed (fewer than a
 // pass remain). A pass takes one row from each quarter of the range, so that a thread

@@ -11,6 +11,7 @@
 
 #include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/kernels_avx512.h"
+#include "kernels/quant/repack.h"
 #include "kernels/ref/ref.h"
 
 namespace ds::avx512 {
@@ -199,6 +200,7 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
 void matmul(const MatmulArgs& m) {
   const MatmulFn fn = fast_path(m.wtype).first;
   if (!fn) return ref::matmul(m);
+  if (m.w_panels && repack_supported(m.wtype)) return packed_matmul(m);
   if (m.n_tok <= gemv_max_tok(m.wtype) && gemv_supported(m.wtype)) {
     // Decode: passes of 4 weight rows in matmul_gemv.cpp / matmul_gemv32.cpp,
     // the last rows by the tile loop; both bit-identical per output ([KQUANT_EXACT]).

@@ -114,6 +114,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   ro.max_seq_tokens = n_ctx;
   ro.kernels = *kernels;
   ro.numa = opts.numa;
+  ro.repack = opts.repack;
   ModelInfo info = model_info(**model, **tok);
   auto runner = Runner::create(std::move(*model), ro);
   if (!runner) return runner.status();

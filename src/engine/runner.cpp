@@ -71,6 +71,10 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<Model> model, con
   const size_t per_seq = static_cast<size_t>((opts.max_seq_tokens + opts.kv_block_size - 1) / opts.kv_block_size) + 1;
   // Tables of all sequences in one step; more only with heavy prefix sharing (then it grows once).
   r->block_ptrs_.resize(2 * static_cast<size_t>(opts.n_kv_blocks) + per_seq + T);
+  if (opts.repack && r->kt_->isa == Isa::kAvx512) {
+    auto packed = model->repack(*r->pool_, *numa);
+    if (!packed) return packed.status();
+  }
   r->model_ = std::move(model);
   return r;
 }

@@ -29,6 +29,10 @@ struct RunnerOptions {
   int max_seq_tokens = 4096;           // longest sequence (sizes the block-pointer table)
   const KernelTable* kernels = nullptr;  // null: kern() (best ISA, DS_ISA)
   std::string numa = "none";
+  // Pack the K-quant matrices into 16-row panels at creation when the kernel table reads
+  // them (AVX-512): faster batched decode and prefill for a second copy of those weights
+  // in RAM (docs/repack.md).
+  bool repack = false;
 };
 
 // "f32" | "f16" | "bf16" | "q8_0" -> type; an error naming the value otherwise.

@@ -94,7 +94,8 @@ void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
                    .act_row_stride = job.act_stride,
                    .n_tok = job.n_tok,
                    .out = job.out,
-                   .out_stride = job.out_stride};
+                   .out_stride = job.out_stride,
+                   .w_panels = job.w.panels};
       kt.matmul(a);
       i += n_run;
     }

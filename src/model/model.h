@@ -24,6 +24,9 @@ class Model {
 
   const HParams& hp() const { return hp_; }
   const Weights& weights() const { return *w_; }
+  // Packs the K-quant matrices into 16-row panels for the AVX-512 kernels (repack_weights,
+  // docs/repack.md); returns the bytes packed.
+  Result<size_t> repack(ThreadPool& pool, NumaMode mode) { return repack_weights(*w_, hp_.n_expert, pool, mode); }
   const GgufFile& file() const { return *file_; }
 
   // Bytes of one token's KV row for one layer in cache type t [KV_LAYOUT].

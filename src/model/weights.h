@@ -13,18 +13,22 @@
 #include "ds/status.h"
 #include "kernels/quant/types.h"
 #include "model/hparams.h"
+#include "runtime/numa.h"
 
 namespace ds {
 
 class GgufFile;
+class ThreadPool;
 
-// A 2-D weight: n_out rows of n_in elements, row r at data + r * row_stride.
+// A 2-D weight: n_out rows of n_in elements, row r at data + r * row_stride. panels: the
+// same rows repacked at load into 16-row panels (kernels/quant/repack.h), or null.
 struct Mat {
   GgmlType type = GgmlType::F32;
   const uint8_t* data = nullptr;
   int64_t n_in = 0;
   int64_t n_out = 0;
   size_t row_stride = 0;
+  const uint8_t* panels = nullptr;
   explicit operator bool() const { return data != nullptr; }
 };
 
@@ -35,6 +39,7 @@ struct ExpertMats {
   Mat at(int e) const {
     Mat m = first;
     m.data += static_cast<size_t>(e) * expert_stride;
+    if (m.panels) m.panels += static_cast<size_t>(e) * expert_stride;
     return m;
   }
   explicit operator bool() const { return first.data != nullptr; }
@@ -83,8 +88,17 @@ struct Weights {
 
   // Storage of converted tensors; inner buffers never move.
   std::vector<std::vector<float>> owned;
+  // Repacked matrices (repack_weights), one buffer each.
+  std::vector<NumaBuffer> packed;
 };
 
 Result<std::unique_ptr<Weights>> load_weights(const GgufFile& file, const HParams& hp);
+
+// Packs every matrix whose type has packed kernels (repack_supported; at least 16 rows)
+// into 16-row panels (docs/repack.md): a copy per matrix in anonymous memory, written by
+// the pool's threads. The original rows stay mapped and in use (single-token decode reads
+// them), so this costs a second copy of those weights in RAM. n_expert: matrices per
+// expert tensor. Returns the bytes packed.
+Result<size_t> repack_weights(Weights& w, int n_expert, ThreadPool& pool, NumaMode mode);
 
 }  // namespace ds

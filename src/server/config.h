@@ -19,6 +19,7 @@ struct ServerConfig {
   int threads = 0;
   std::string kv_type = "f16";
   std::string numa = "none";
+  bool repack = false;
   std::string api_key;
   std::string log_format = "text";
   int batch_tokens = 512;

@@ -32,6 +32,7 @@ Result<Loaded> load(const ServerConfig& c) {
   eo.n_threads = c.threads;
   eo.kv_type = c.kv_type;
   eo.numa = c.numa;
+  eo.repack = c.repack;
   eo.max_batch_tokens = c.batch_tokens;
   Loaded l;
   auto engine = Engine::create(eo);

@@ -34,6 +34,7 @@ struct BenchArgs {
   bool json = false;
   bool profile = false;
   bool limits = true;
+  bool repack = false;
   std::string kv_type = "f16";
 };
 
@@ -101,7 +102,8 @@ void usage() {
       "               int8_gops, tg_roofline, pp_roofline, ...)\n"
       "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
       "               step down by stage (decode steps: mean of 8)\n"
-      "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n");
+      "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n"
+      "  --repack     also keep the K-quant weights in 16-row panels (as ds-server --repack)\n");
 }
 
 int parse(const std::vector<std::string>& a, BenchArgs* b) {
@@ -128,6 +130,7 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "--json") b->json = true;
     else if (s == "--profile") b->profile = true;
     else if (s == "--no-limits") b->limits = false;
+    else if (s == "--repack") b->repack = true;
     else { std::fprintf(stderr, "bench: unknown option %s\n", s.c_str()); return 2; }
     if (!ok) { std::fprintf(stderr, "bench: bad or missing value for %s\n", s.c_str()); return 2; }
   }
@@ -222,6 +225,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   eo.n_ctx = std::max(b.n_prompt, b.depth + b.n_gen) + 16;
   eo.n_parallel = n_par;
   eo.n_threads = b.n_threads;
+  eo.repack = b.repack;
   eo.kv_type = b.kv_type;
   eo.max_batch_tokens = std::max(b.n_prompt, std::max(1, b.batch));
   auto engine = Engine::create(eo);

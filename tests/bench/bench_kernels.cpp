@@ -11,13 +11,14 @@
 
 #include "kernel_test_data.h"
 #include "kernels/onednn_gemm.h"
+#include "kernels/quant/repack.h"
 
 namespace {
 
 using ds::GgmlType;
 
 struct Problem {
-  std::vector<uint8_t> w, act;
+  std::vector<uint8_t> w, act, packed;  // packed: w in 16-row panels (kernels/quant/repack.h)
   std::vector<float> out;
 };
 
@@ -39,12 +40,20 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
   p.w = ds::test::random_weights(rng, t, n_in, n_out * copies);
   p.act = ds::test::quantize_rows(kt, t, ds::test::random_floats(rng, n_in * n_tok), n_in, n_tok);
   p.out.resize(static_cast<size_t>(n_out * n_tok));
+  if (ds::repack_supported(t)) {
+    p.packed.resize(p.w.size());
+    const size_t wrow = ds::ggml_row_size(t, n_in);
+    for (int c = 0; c < copies; ++c) {
+      const size_t off = static_cast<size_t>(c) * static_cast<size_t>(n_out) * wrow;
+      ds::repack_panels(t, n_in, wrow, p.w.data() + off, p.packed.data() + off, 0, n_out / ds::kPanelRows);
+    }
+  }
   cache.emplace_back(key, std::move(p));
   return cache.back().second;
 }
 
-void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
-                  int n_threads, bool onednn, int copies) {
+void bench_matmul_on(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
+                     int n_threads, bool onednn, int copies, bool packed) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -58,7 +67,8 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
     const ds::MatmulArgs args{.wtype = t, .w = p.w.data() + mat_bytes * static_cast<size_t>(copy), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
                 .row_begin = r0, .row_end = r1, .act = p.act.data(),
                 .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok, .out = out,
-                .out_stride = n_out};
+                .out_stride = n_out,
+                .w_panels = packed ? p.packed.data() + mat_bytes * static_cast<size_t>(copy) : nullptr};
     if (!onednn) return kt->matmul(args);
     if (!ds::onednn_matmul(args)) state.SkipWithError("oneDNN failed");
   };
@@ -77,6 +87,11 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(mat_bytes) * iters / 1e9, benchmark::Counter::kIsRate);
   state.counters["GOPS"] =
       benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * iters / 1e9, benchmark::Counter::kIsRate);
+}
+
+void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
+                  int n_threads, bool onednn, int copies) {
+  bench_matmul_on(state, isa, t, n_in, n_out, n_tok, n_threads, onednn, copies, false);
 }
 
 // Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
@@ -199,6 +214,20 @@ void register_all() {
           ->UseRealTime();
     }
     if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0) continue;
+    // The same on the packed panels (weights repacked at load, docs/repack.md).
+    if (ds::repack_supported(t))
+      for (int64_t n_tok : {1, 2, 4, 8}) {
+        const std::string name = std::string("GEMV_COLD_PACKED/avx512/") + ds::ggml_type_name(t) +
+                                 "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
+        benchmark::RegisterBenchmark(name.c_str(), [t, n_tok](benchmark::State& st) {
+          bench_matmul_on(st, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 48, true);
+        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+        const std::string warm = std::string("GEMV_PACKED/avx512/") + ds::ggml_type_name(t) +
+                                 "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
+        benchmark::RegisterBenchmark(warm.c_str(), [t, n_tok](benchmark::State& st) {
+          bench_matmul_on(st, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 1, true);
+        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+      }
     for (int64_t n_tok : {2, 3, 4, 8}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";

@@ -85,7 +85,7 @@ int argmax_agreement(const float* ours, const float* ref, int64_t n_rows, int64_
 }
 
 std::unique_ptr<Runner> make_runner(const std::string& model, const KernelTable* kt, GgmlType kv_type, int n_seqs,
-                                    int n_threads, int max_batch_tokens) {
+                                    int n_threads, int max_batch_tokens, bool repack) {
   auto m = Model::load(ref_path(model, ".gguf"));
   EXPECT_TRUE(m.is_ok()) << m.message();
   if (!m) return nullptr;
@@ -98,6 +98,7 @@ std::unique_ptr<Runner> make_runner(const std::string& model, const KernelTable*
   o.max_batch_tokens = max_batch_tokens;
   o.max_seq_tokens = 64;
   o.kernels = kt;
+  o.repack = repack;
   auto r = Runner::create(std::move(*m), o);
   EXPECT_TRUE(r.is_ok()) << r.message();
   if (!r) return nullptr;

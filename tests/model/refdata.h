@@ -39,8 +39,9 @@ double nmse(const float* ours, const float* ref, size_t n);
 int argmax_agreement(const float* ours, const float* ref, int64_t n_rows, int64_t n_cols);
 
 // A runner on model with enough KV for n_seqs sequences of 64 tokens.
+// repack: RunnerOptions::repack (16-row panels for the AVX-512 kernels).
 std::unique_ptr<Runner> make_runner(const std::string& model, const KernelTable* kt, GgmlType kv_type,
-                                    int n_seqs = 1, int n_threads = 2, int max_batch_tokens = 128);
+                                    int n_seqs = 1, int n_threads = 2, int max_batch_tokens = 128, bool repack = false);
 // Logits for the 63 prompt tokens fed in chunks of `chunk` (0: one batch), all rows.
 std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, int chunk, int32_t seq = 0);
 

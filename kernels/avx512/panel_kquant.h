@@ -1,0 +1,347 @@
+// The K-quant panels of the AVX-512 matmul (matmul_panel.cpp for rows in the GGUF layout,
+// matmul_packed.cpp for rows repacked at load, kernels/quant/repack.h): 16 weight rows per
+// superblock in registers whose 16 int32 lanes are the 16 rows, and the per-token
+// accumulation. Internal to kernels/avx512 (namespace ds::avx512, [ISA_ODR]).
+#pragma once
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/repack.h"
+
+namespace ds::avx512 {
+
+constexpr int kPanelToks = 4;  // activation rows per pass over an unpacked panel
+// K-quants: 8 rows per pass first, 8 independent dpbusd chains (4 left the chains
+// latency-bound: measured 1.3x on a 48-token Q4_K expert product), then 4, then single rows.
+constexpr int kPanelK4Toks = 8;
+
+// One superblock of 16 rows. Sub-block j (32 elements for Q4_K/Q5_K) is 8 groups of 4
+// quants: q[j][g] lane r = row r's quants 4g..4g+3 of sub-block j (u8).
+struct PanelK4 {
+  __m512i q[8][8];
+  __m512i sc[8];   // int32 scale of sub-block j per row
+  __m512i mp[8];   // int16 pairs (m_j, m_j) per row, against the bsums pair (2j, 2j + 1)
+  __m512 d, dmin;  // per row
+};
+
+inline __m512i gather_dwords(const uint8_t* base, __m512i vidx) { return _mm512_i32gather_epi32(vidx, base, 1); }
+
+// Byte offsets of a panel's 16 rows, as gather indices.
+inline __m512i row_offsets(size_t row_stride) {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(static_cast<int>(row_stride)));
+}
+
+// The packed panel holding rows [r0, r0 + 16) (r0 a multiple of 16), or null when the
+// matrix has no packed copy: panel p lies where its rows lie in the original layout.
+inline const uint8_t* packed_panel(const MatmulArgs& m, int64_t r0) {
+  return m.w_panels ? static_cast<const uint8_t*>(m.w_panels) + static_cast<size_t>(r0) * m.w_row_stride : nullptr;
+}
+
+// The reference's float step of one Q4_K/Q5_K block, one lane per row ([KQUANT_EXACT]):
+// acc + ((ad * d) * sumi - (ad * dmin) * summ).
+inline __m512 k4_block_step(__m512 acc, float ad, const PanelK4& p, __m512i sumi, __m512i summ) {
+  const __m512 a = _mm512_set1_ps(ad);
+  const __m512 dall = _mm512_mul_ps(a, p.d), dmin = _mm512_mul_ps(a, p.dmin);
+  return _mm512_add_ps(acc, _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi)),
+                                          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
+}
+
+// In place: r[i] lane j <-> r[j] lane i (16 x 16 dwords): 32-bit, then 64-bit unpacks
+// inside 128-bit lanes, then 128-bit lane shuffles.
+inline void transpose16(__m512i* r) {
+  __m512i t[16];
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+  }
+  __m512i u[16];  // u[4k + m], 128-bit lane L: rows 4k..4k+3 of column 4L + m
+  for (int k = 0; k < 4; ++k) {
+    u[4 * k] = _mm512_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+    u[4 * k + 1] = _mm512_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+    u[4 * k + 2] = _mm512_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+    u[4 * k + 3] = _mm512_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512i x01 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44), y01 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512i x23 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE), y23 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
+    r[m] = _mm512_shuffle_i32x4(x01, y01, 0x88);
+    r[4 + m] = _mm512_shuffle_i32x4(x01, y01, 0xDD);
+    r[8 + m] = _mm512_shuffle_i32x4(x23, y23, 0x88);
+    r[12 + m] = _mm512_shuffle_i32x4(x23, y23, 0xDD);
+  }
+}
+
+// out[d] lane r = dword d of the 64 bytes at row r's `src` (rows `stride` bytes apart):
+// 16 loads and one transpose instead of 16 gathers.
+inline void load_transposed(const uint8_t* src, size_t stride, __m512i* out) {
+  for (int r = 0; r < 16; ++r) out[r] = _mm512_loadu_si512(src + r * stride);
+  transpose16(out);
+}
+
+// out[k] lane r = dword k (k < 4) of the 16 bytes at row r's `src` (rows `stride` bytes
+// apart): 16 16-byte loads, 4 rows per register, then two-source dword permutes; replaces
+// 4 gathers (measured: the gathers were 10% of an 8-sequence decode step).
+inline void load_dwords4(const uint8_t* src, size_t stride, __m512i* out) {
+  __m512i z[4];  // z[g] dword 4i + k = row 4g + i, dword k
+  for (int g = 0; g < 4; ++g) {
+    const uint8_t* p = src + 4 * g * stride;
+    __m512i x = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    x = _mm512_inserti32x4(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride)), 1);
+    x = _mm512_inserti32x4(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * stride)), 2);
+    z[g] = _mm512_inserti32x4(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3 * stride)), 3);
+  }
+  for (int k = 0; k < 4; ++k) {
+    // lanes 0-3: dword k of the 4 rows of the first source, lanes 4-7: of the second
+    const __m512i idx = _mm512_setr_epi32(k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i lo = _mm512_permutex2var_epi32(z[0], idx, z[1]), hi = _mm512_permutex2var_epi32(z[2], idx, z[3]);
+    out[k] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+  }
+}
+
+inline __m512i byte_of(__m512i v, int k) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * k), _mm512_set1_epi32(0xFF));
+}
+
+// Software prefetch of bytes [p, p + len) of the 16 rows (`stride` apart), issued one
+// block ahead of the multiply: the rows are 16 separate streams, and an expert's weights
+// come from memory once per step (measured: a 48-token Q4_K expert product ran ~15% slower
+// on matrices cycled from memory than on one hot in cache).
+inline void prefetch_rows(const uint8_t* p, size_t stride, int len) {
+  for (int r = 0; r < 16; ++r) {
+    const auto* q = reinterpret_cast<const char*>(p + r * stride);
+    for (int o = 0; o < len; o += 64) _mm_prefetch(q + o, _MM_HINT_T0);
+    if (len > 1) _mm_prefetch(q + len - 1, _MM_HINT_T0);
+  }
+}
+
+// Scales, mins and block scales of 16 rows (SPEC.md "Block formats" scales formula, four
+// sub-blocks per 32-bit word, vectorized across rows) from the block heads h[k] lane r =
+// dword k of row r's first 16 bytes (d|dmin, scales[0..3], scales[4..7], scales[8..11]).
+inline void decode_scales_k4(const __m512i* h, PanelK4& p) {
+  const __m512i dd = h[0], w0 = h[1], w1 = h[2], w2 = h[3];
+  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dd, _mm512_set1_epi32(0xFFFF))));
+  p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F),
+                m2 = _mm512_set1_epi32(0x03030303);
+  const __m512i sc03 = _mm512_and_si512(w0, m6), m03 = _mm512_and_si512(w1, m6);
+  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(w2, m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
+  const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
+                                      _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), m2), 4));
+  for (int j = 0; j < 4; ++j) {
+    p.sc[j] = byte_of(sc03, j);
+    p.sc[j + 4] = byte_of(sc47, j);
+    const __m512i a = byte_of(m03, j), b = byte_of(m47, j);
+    p.mp[j] = _mm512_or_si512(a, _mm512_slli_epi32(a, 16));
+    p.mp[j + 4] = _mm512_or_si512(b, _mm512_slli_epi32(b, 16));
+  }
+}
+
+// Quants from V(dw) lane r = dword dw of row r's qs (4 pairs of sub-blocks, 32 bytes each:
+// low nibbles sub-block 2p, high 2p + 1) and, for Q5_K, H(g) lane r = dword g of row r's qh
+// (bit j of byte l is the 5th bit of sub-block j's element l). V and H load on demand (a
+// local array filled from memory compiled to a rep movs copy).
+template <bool kHasQh, class V, class H>
+[[gnu::always_inline]] inline void decode_quants_k4(V v, H h, PanelK4& p) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int dw = 0; dw < 32; ++dw) {
+    const int pair = dw / 8, g = dw % 8;
+    const __m512i x = v(dw);
+    p.q[2 * pair][g] = _mm512_and_si512(x, m4);
+    p.q[2 * pair + 1][g] = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
+  }
+  if constexpr (kHasQh) {
+    const __m512i one = _mm512_set1_epi8(1);
+    for (int g = 0; g < 8; ++g) {
+      const __m512i hg = h(g);
+      for (int j = 0; j < 8; ++j)
+        p.q[j][g] = _mm512_or_si512(p.q[j][g], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hg, j), one), 4));
+    }
+  }
+}
+
+// A Q4_K/Q5_K superblock of 16 rows in the GGUF layout (row0: row 0's block, rows `stride`
+// bytes apart) ...
+template <class WB, bool kHasQh>
+inline void unpack_k4_rows(const uint8_t* row0, size_t stride, PanelK4& p) {
+  static_assert(offsetof(WB, d) == 0 && offsetof(WB, scales) == 4);
+  __m512i h[4], v[32], qh[16];
+  load_dwords4(row0, stride, h);
+  decode_scales_k4(h, p);
+  load_transposed(row0 + offsetof(WB, qs), stride, v);
+  load_transposed(row0 + offsetof(WB, qs) + 64, stride, v + 16);
+  if constexpr (kHasQh) load_transposed(row0 + offsetof(WB, qh), stride, qh);  // 32 bytes of qh, 32 unused
+  decode_quants_k4<kHasQh>([&](int k) { return v[k]; }, [&](int k) { return qh[k]; }, p);
+}
+
+// ... or from its packed form (kernels/quant/repack.h): dword k of row r at 64 * k + 4 * r.
+template <class WB, bool kHasQh>
+inline void unpack_k4_packed(const uint8_t* blk, PanelK4& p) {
+  const __m512i h[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
+                        _mm512_loadu_si512(blk + 192)};
+  decode_scales_k4(h, p);
+  // Q4_K: d|dmin, scales[12], qs[128]; Q5_K: d|dmin, scales[12], qh[32], qs[128].
+  constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
+  static_assert(offsetof(WB, qs) / 4 * 64 == kQs);
+  decode_quants_k4<kHasQh>([&](int k) { return _mm512_loadu_si512(blk + kQs + 64 * k); },
+                           [&](int k) { return _mm512_loadu_si512(blk + kQh + 64 * k); }, p);
+}
+
+// acc[t] (lane r) += reference float step for rows x tokens t < NT of one superblock.
+template <int NT>
+[[gnu::always_inline]] inline void accumulate_k4(const PanelK4& p, const BlockQ8_K* const* a, __m512* acc) {
+  __m512i sumi[NT], summ[NT];
+  for (int t = 0; t < NT; ++t) {
+    sumi[t] = _mm512_setzero_si512();
+    summ[t] = _mm512_setzero_si512();
+  }
+  for (int j = 0; j < 8; ++j) {
+    __m512i s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+    for (int g = 0; g < 8; ++g)
+      for (int t = 0; t < NT; ++t) {
+        int32_t a4;
+        __builtin_memcpy(&a4, a[t]->qs + 32 * j + 4 * g, 4);
+        s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], _mm512_set1_epi32(a4));
+      }
+    for (int t = 0; t < NT; ++t) {
+      sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
+      int32_t b2;
+      __builtin_memcpy(&b2, a[t]->bsums + 2 * j, 4);
+      summ[t] = _mm512_dpwssd_epi32(summ[t], _mm512_set1_epi32(b2), p.mp[j]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi[t], summ[t]);
+}
+
+// Two panels (32 rows) at once: each activation broadcast feeds both panels' dpbusd, so a
+// dpbusd needs 0.75 loads instead of 1.125 (4 tokens x 2 panels; 8 chains as with 8 tokens
+// x 1 panel). Measured, Q4_K 2048x1408, 1 thread: 256 tokens 1.2x, 48 tokens ~1.07x.
+template <int NT>
+[[gnu::always_inline]] inline void accumulate_k4x2(const PanelK4* p, const BlockQ8_K* const* a, __m512* acc0,
+                                                   __m512* acc1) {
+  __m512i sumi[2][NT], summ[2][NT];
+  for (int r = 0; r < 2; ++r)
+    for (int t = 0; t < NT; ++t) sumi[r][t] = summ[r][t] = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) {
+    __m512i s[2][NT];
+    for (int r = 0; r < 2; ++r)
+      for (int t = 0; t < NT; ++t) s[r][t] = _mm512_setzero_si512();
+    for (int g = 0; g < 8; ++g) {
+      __m512i w0 = p[0].q[j][g], w1 = p[1].q[j][g];
+      __asm__("" : "+v"(w0), "+v"(w1));
+      for (int t = 0; t < NT; ++t) {
+        int32_t a4;
+        __builtin_memcpy(&a4, a[t]->qs + 32 * j + 4 * g, 4);
+        __m512i b = _mm512_set1_epi32(a4);
+        __asm__("" : "+v"(b));
+        s[0][t] = _mm512_dpbusd_epi32(s[0][t], w0, b);
+        s[1][t] = _mm512_dpbusd_epi32(s[1][t], w1, b);
+      }
+    }
+    for (int r = 0; r < 2; ++r)
+      for (int t = 0; t < NT; ++t) sumi[r][t] = _mm512_add_epi32(sumi[r][t], _mm512_mullo_epi32(s[r][t], p[r].sc[j]));
+  }
+  for (int j = 0; j < 8; ++j)
+    for (int t = 0; t < NT; ++t) {
+      int32_t b2;
+      __builtin_memcpy(&b2, a[t]->bsums + 2 * j, 4);
+      const __m512i bb = _mm512_set1_epi32(b2);
+      for (int r = 0; r < 2; ++r) summ[r][t] = _mm512_dpwssd_epi32(summ[r][t], bb, p[r].mp[j]);
+    }
+  for (int t = 0; t < NT; ++t) {
+    acc0[t] = k4_block_step(acc0[t], a[t]->d, p[0], sumi[0][t], summ[0][t]);
+    acc1[t] = k4_block_step(acc1[t], a[t]->d, p[1], sumi[1][t], summ[1][t]);
+  }
+}
+
+// Q6_K: 16 sub-blocks of 16 = 4 groups of 4 quants (u8 0..63; the -32 goes through the
+// bsums), 16 signed scales.
+struct PanelQ6K {
+  __m512i q[16][4];
+  __m512i sc[16];  // int32 scale per row
+  __m512i sp[8];   // int16 pairs (sc_2k, sc_2k+1) per row, against the bsums pair (2k, 2k + 1)
+  __m512 d;
+};
+
+// Element e = 128n + 32qq + l: low (qq < 2) or high nibble of ql[64n + 32(qq % 2) + l],
+// bits 2qq..2qq+1 of qh[32n + l] (the reference's dequantize order). ql(k), qh(k), scw[k]
+// lane r = dword k of row r's ql, qh, scales (ql, qh load on demand); d lane r = row r's d.
+template <class QL, class QH>
+[[gnu::always_inline]] inline void decode_q6k(QL ql, QH qh, const __m512i* scw, __m512 d, PanelQ6K& p) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  for (int j = 0; j < 16; ++j) {
+    const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
+    for (int g = 0; g < 4; ++g) {
+      const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(ql((64 * n + 32 * (qq % 2) + l0) / 4 + g), 4 * (qq / 2)), m4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh((32 * n + l0) / 4 + g), 2 * qq), m2);
+      p.q[j][g] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = scw[k];
+    for (int i = 0; i < 4; ++i) p.sc[4 * k + i] = _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * i), 24);
+  }
+  for (int k = 0; k < 8; ++k)
+    p.sp[k] = _mm512_or_si512(_mm512_and_si512(p.sc[2 * k], _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(p.sc[2 * k + 1], 16));
+  p.d = d;
+}
+
+inline void unpack_q6k_rows(const uint8_t* row0, size_t stride, __m512i vidx, PanelQ6K& p) {
+  __m512i ql[32], qh[16], scw[4];
+  load_transposed(row0 + offsetof(BlockQ6_K, ql), stride, ql);
+  load_transposed(row0 + offsetof(BlockQ6_K, ql) + 64, stride, ql + 16);
+  load_transposed(row0 + offsetof(BlockQ6_K, qh), stride, qh);
+  load_dwords4(row0 + offsetof(BlockQ6_K, scales), stride, scw);
+  // d sits in the block's last two bytes: gather the dword ending there (in bounds).
+  const __m512i dd = gather_dwords(row0 + offsetof(BlockQ6_K, d) - 2, vidx);
+  decode_q6k([&](int k) { return ql[k]; }, [&](int k) { return qh[k]; }, scw,
+             _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16))), p);
+}
+
+// Packed (repack.h): dwords 0-31 ql, 32-47 qh, 48-51 scales, then the 16 rows' d (2 bytes each).
+inline void unpack_q6k_packed(const uint8_t* blk, PanelQ6K& p) {
+  static_assert(offsetof(BlockQ6_K, qh) == 128 && offsetof(BlockQ6_K, scales) == 192 && offsetof(BlockQ6_K, d) == 208);
+  const __m512i scw[4] = {_mm512_loadu_si512(blk + 64 * 48), _mm512_loadu_si512(blk + 64 * 49),
+                          _mm512_loadu_si512(blk + 64 * 50), _mm512_loadu_si512(blk + 64 * 51)};
+  const __m256i d16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52));
+  decode_q6k([&](int k) { return _mm512_loadu_si512(blk + 64 * k); },
+             [&](int k) { return _mm512_loadu_si512(blk + 64 * (32 + k)); }, scw, _mm512_cvtph_ps(d16), p);
+}
+
+template <int NT>
+[[gnu::always_inline]] inline void accumulate_q6k(const PanelQ6K& p, const BlockQ8_K* const* a, __m512* acc) {
+  __m512i sumi[NT], off[NT];
+  for (int t = 0; t < NT; ++t) {
+    sumi[t] = _mm512_setzero_si512();
+    off[t] = _mm512_setzero_si512();
+  }
+  for (int j = 0; j < 16; ++j) {
+    __m512i s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+    for (int g = 0; g < 4; ++g)
+      for (int t = 0; t < NT; ++t) {
+        int32_t a4;
+        __builtin_memcpy(&a4, a[t]->qs + 16 * j + 4 * g, 4);
+        s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], _mm512_set1_epi32(a4));
+      }
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
+  }
+  for (int k = 0; k < 8; ++k)
+    for (int t = 0; t < NT; ++t) {
+      int32_t b2;
+      __builtin_memcpy(&b2, a[t]->bsums + 2 * k, 4);
+      off[t] = _mm512_dpwssd_epi32(off[t], _mm512_set1_epi32(b2), p.sp[k]);
+    }
+  for (int t = 0; t < NT; ++t) {
+    const __m512i si = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
+    const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a[t]->d), p.d);
+    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
+  }
+}
+
+}  // namespace ds::avx512

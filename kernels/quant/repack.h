@@ -1,0 +1,30 @@
+// 16-row panels: a quantized matrix's rows rearranged so that a 64-byte load yields one
+// dword of each of 16 rows (the "lanes = rows" registers of the AVX-512 panel kernels),
+// see docs/repack.md. A pure permutation of the bytes: rows [16p, 16p + 16) take exactly
+// the 16 * row_stride bytes they had, at the same offset.
+//
+// Within panel p, superblock ib starts at p * 16 * row_stride + ib * 16 * block_bytes;
+// dword k (k < block_bytes / 4) of row r is at 64 * k + 4 * r of it, and the block's last
+// block_bytes % 4 bytes (2 for Q6_K, else none) of row r at 64 * (block_bytes / 4) + 2 * r.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/quant/types.h"
+
+namespace ds {
+
+constexpr int kPanelRows = 16;
+
+// Types with packed kernels (AVX-512): Q4_K, Q5_K, Q6_K.
+bool repack_supported(GgmlType t);
+
+// Packs panels [p0, p1) of the matrix with rows row_stride bytes apart (n_in elements of
+// type t per row) from src into dst (both indexed from row 0).
+void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0, int64_t p1);
+
+// The inverse, for tests: panels [p0, p1) of dst back into rows.
+void unpack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* packed, uint8_t* rows, int64_t p0,
+                   int64_t p1);
+
+}  // namespace ds

@@ -1,0 +1,98 @@
+// Weights repacked into 16-row panels (kernels/quant/repack.h): the layout is a byte
+// permutation that unpack_panels inverts, and matmul over a packed copy (MatmulArgs::
+// w_panels; AVX-512 kernels read it, others ignore it) equals the scalar reference bit for
+// bit ([KQUANT_EXACT]) at every token count that changes the path (1..8 lockstep panels,
+// 9+ panel kernels with 8/4/1-token groups, two 256-token passes) and on row ranges with
+// unaligned heads and tails (the rows outside 16-aligned panels go the unpacked way).
+// Equality with the reference everywhere is [BATCH_INVARIANT]. Rows outside the range
+// stay untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernel_test_data.h"
+#include "kernels/quant/repack.h"
+#include "kernels/ref/ref.h"
+
+namespace ds::test {
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+TEST(Repack, IsAPermutationThatUnpackInverts) {
+  std::mt19937 rng(31);
+  for (GgmlType t : kPackTypes) {
+    const int64_t n = 512, n_out = 53, n_panels = n_out / kPanelRows;
+    const auto w = random_weights(rng, t, n, n_out);
+    const size_t wrow = ggml_row_size(t, n);
+    std::vector<uint8_t> packed(w.size(), 0xA5), back(w.size(), 0);
+    repack_panels(t, n, wrow, w.data(), packed.data(), 0, n_panels);
+    const size_t covered = static_cast<size_t>(n_panels * kPanelRows) * wrow;
+    // Same bytes, rearranged: equal byte histograms over the packed rows, untouched after.
+    std::vector<int> h0(256), h1(256);
+    for (size_t i = 0; i < covered; ++i) ++h0[w[i]], ++h1[packed[i]];
+    EXPECT_EQ(h0, h1) << ggml_type_name(t);
+    for (size_t i = covered; i < w.size(); ++i) ASSERT_EQ(packed[i], 0xA5) << ggml_type_name(t);
+    EXPECT_NE(std::memcmp(packed.data(), w.data(), covered), 0) << ggml_type_name(t) << " layout unchanged";
+    unpack_panels(t, n, wrow, packed.data(), back.data(), 0, n_panels);
+    EXPECT_EQ(std::memcmp(back.data(), w.data(), covered), 0) << ggml_type_name(t);
+    // Dword k of row r of block 1 of panel 2 sits at 64 k + 4 r of that block.
+    const size_t bb = static_cast<size_t>(ggml_type_traits(t).type_size);
+    const size_t blk = 2 * kPanelRows * wrow + 1 * kPanelRows * bb;
+    for (int r : {0, 5, 15})
+      for (size_t k : {size_t{0}, size_t{3}, bb / 4 - 1})
+        EXPECT_EQ(std::memcmp(packed.data() + blk + 64 * k + 4 * static_cast<size_t>(r),
+                              w.data() + (2 * kPanelRows + static_cast<size_t>(r)) * wrow + bb + 4 * k, 4),
+                  0)
+            << ggml_type_name(t) << " row " << r << " dword " << k;
+  }
+}
+
+TEST(Repack, PackedMatmulMatchesRefBitwise) {
+  std::mt19937 rng(32);
+  const int64_t n_out = 83, max_tok = 300, ld = 89;  // 5 panels + 3 rows
+  const int64_t counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 33, 256, 257};
+  for (GgmlType t : kPackTypes) {
+    const int64_t n = 768;
+    const auto w = random_weights(rng, t, n, n_out);
+    const size_t wrow = ggml_row_size(t, n), arow = ggml_row_size(vec_dot_type(t), n);
+    std::vector<uint8_t> packed(w.size());
+    repack_panels(t, n, wrow, w.data(), packed.data(), 0, n_out / kPanelRows);
+    const auto x = random_floats(rng, n * max_tok);
+    for (const KernelTable* kt : available_tables()) {
+      const auto act = quantize_rows(*kt, t, x, n, max_tok);
+      for (int64_t nt : counts) {
+        const int64_t t0 = (nt * 5) % (max_tok - nt + 1);
+        for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {0, 80}, {3, 70}, {16, 48}, {5, 13}, {64, 83}}) {
+          std::vector<float> out(static_cast<size_t>(ld * nt), NAN);
+          kt->matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n, .row_begin = r0, .row_end = r1,
+                      .act = act.data() + static_cast<size_t>(t0) * arow, .act_row_stride = arow, .n_tok = nt,
+                      .out = out.data(), .out_stride = ld, .w_panels = packed.data()});
+          for (int64_t it = 0; it < nt; ++it)
+            for (int64_t r = 0; r < ld; ++r) {
+              const float got = out[static_cast<size_t>(it * ld + r)];
+              if (r < r0 || r >= r1) {
+                ASSERT_TRUE(std::isnan(got)) << isa_name(kt->isa) << " row " << r << " outside the range written";
+                continue;
+              }
+              const float want = ref::vec_dot(t, n, w.data() + r * wrow, act.data() + (t0 + it) * arow);
+              ASSERT_EQ(bits_of(got), bits_of(want)) << isa_name(kt->isa) << " " << ggml_type_name(t) << " n_tok " << nt
+                                                     << " tok " << t0 + it << " row " << r << " rows [" << r0 << ", "
+                                                     << r1 << ")";
+            }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ds::test
