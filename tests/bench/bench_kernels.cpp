@@ -32,8 +32,9 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
   for (auto& [k, p] : cache)
     if (k == key) return p;
   if (copies > 1) {  // keep one cold problem alive at a time (each is hundreds of MB)
-    for (auto& [k, p] : cache)
-      if (p.w.size() > (size_t{64} << 20)) p = Problem{};
+    // Dropped with its key: a later benchmark with the same key must rebuild it, not get
+    // an empty problem (that crashed the run when the packed benchmarks reused cold keys).
+    std::erase_if(cache, [](const auto& e) { return e.second.w.size() > (size_t{64} << 20); });
   }
   std::mt19937 rng(1);
   Problem p;

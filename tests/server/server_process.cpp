@@ -156,6 +156,8 @@ RawResponse raw_request(int port, const std::string& method, const std::string& 
 }
 
 int stream_then_hang_up(int port, const std::string& path, const std::string& body, int n_events) {
+  // Returns the events received when it hung up: at least n_events unless the stream ended
+  // first; more when the last read brought several at once.
   const int fd = connect_loopback(port);
   if (fd < 0) return 0;
   send_all(fd, request_text(port, "POST", path, body, {}));

@@ -228,7 +228,7 @@ TEST_F(ServerE2E, SixteenConcurrentStreamsEachGetTheirAloneText) {
 TEST_F(ServerE2E, ClientHangingUpMidStreamIsCancelled) {
   const double disconnects = metric(port(), "ds_client_disconnects_total");
   const json req = {{"prompt", "Tell me a long story"}, {"n_predict", 400}, {"ignore_eos", true}, {"stream", true}};
-  EXPECT_EQ(stream_then_hang_up(port(), "/completion", req.dump(), 3), 3);
+  EXPECT_GE(stream_then_hang_up(port(), "/completion", req.dump(), 3), 3);
   expect_idle_kv(port());
   for (int i = 0; i < 100 && metric(port(), "ds_client_disconnects_total") < disconnects + 1; ++i) {
     std::this_thread::sleep_for(20ms);
