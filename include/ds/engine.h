@@ -27,9 +27,8 @@ struct EngineOptions {
   int kv_block_size = 16;    // tokens per KV block
   int max_batch_tokens = 512;  // most tokens one step may carry (sizes the scratch)
   std::string isa;           // kernel table: ref | avx2 | avx512 | amx; empty: best (DS_ISA)
-  // Also keep the K-quant weights repacked into 16-row panels (AVX-512 only): faster
-  // prefill and batched decode for a second copy of those weights in RAM (docs/repack.md).
-  bool repack = false;
+  // Repack the K-quant weights into 16-row panels at load (AVX-512 only; docs/repack.md).
+  bool repack = true;
 };
 
 struct ModelInfo {

@@ -2,11 +2,14 @@
 // docs/repack.md): the K-quant panels of panel_kquant.h loaded with plain 64-byte loads
 // instead of row loads, transposes and gathers.
 //
-// 2 to kLockstepMaxTok activation rows (batched decode) run 4 panels in lockstep, block by
-// block, one from each quarter of the range (4 sequential streams per thread, as the row
-// GEMV in matmul_gemv.cpp), with a software prefetch ahead. More rows go to the panel
-// kernels of matmul_panel.cpp, which read the packed form through MatmulArgs::w_panels.
-// One row (single-sequence decode) stays on the row GEMV over the original rows.
+// Up to kSmallMaxTok activation rows (decode, batched decode) go panel after panel, each a
+// sequential stream with a software prefetch two blocks ahead (without it the packed stream
+// read 12.7 GB/s on one thread, with it 18.7; running 4 panels from 4 quarters in lockstep,
+// as the row GEMV does with rows, was slower in the engine: dense decode 25-38 vs 26-42 t/s,
+// 8-sequence aggregate 101-107 vs 137-144). One row uses fused kernels that decode the
+// quants straight into the products with 8 (Q4_K/Q5_K) or 16 (Q6_K) independent dpbusd
+// chains. More rows go to the panel kernels of matmul_panel.cpp, which read the packed form
+// through MatmulArgs::w_panels.
 //
 // [KQUANT_EXACT]: the per-(row, token, block) integer sums and float steps are those of
 // the unpacked panels, so results are bit-identical to kernels/ref whichever path, token
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/avx512/panel_kquant.h"
@@ -23,14 +27,94 @@
 namespace ds::avx512 {
 namespace {
 
-constexpr int64_t kLockstepMaxTok = 8;
-constexpr int kStreams = 4;
+constexpr int64_t kSmallMaxTok = 8;
+
+inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// One activation row against one packed Q4_K/Q5_K superblock of 16 rows, the quants
+// decoded straight into the products, the 8 sub-block sums as 8 independent dpbusd chains
+// (g outer; one chain per sub-block in turn ran at half the speed): the same integer sums
+// and float step as decode_quants_k4 + accumulate_k4<1>.
+template <bool kHasQh>
+[[gnu::always_inline]] inline __m512 k4_one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
+  PanelK4 p;
+  const __m512i h[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
+                        _mm512_loadu_si512(blk + 192)};
+  decode_scales_k4(h, p);
+  constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
+  const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  __m512i s[8];
+  for (auto& x : s) x = _mm512_setzero_si512();
+  for (int g = 0; g < 8; ++g) {
+    __m512i hg = _mm512_setzero_si512();
+    if constexpr (kHasQh) hg = _mm512_loadu_si512(blk + kQh + 64 * g);
+    for (int pair = 0; pair < 4; ++pair) {
+      const __m512i x = _mm512_loadu_si512(blk + kQs + 64 * (8 * pair + g));
+      __m512i lo = _mm512_and_si512(x, m4), hi = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
+      if constexpr (kHasQh) {
+        lo = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hg, 2 * pair), one), 4));
+        hi = _mm512_or_si512(hi, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hg, 2 * pair + 1), one), 4));
+      }
+      s[2 * pair] = _mm512_dpbusd_epi32(s[2 * pair], lo, bcast4(a.qs + 32 * (2 * pair) + 4 * g));
+      s[2 * pair + 1] = _mm512_dpbusd_epi32(s[2 * pair + 1], hi, bcast4(a.qs + 32 * (2 * pair + 1) + 4 * g));
+    }
+  }
+  __m512i sumi = _mm512_setzero_si512(), summ = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) {
+    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[j], p.sc[j]));
+    int32_t b2;
+    __builtin_memcpy(&b2, a.bsums + 2 * j, 4);
+    summ = _mm512_dpwssd_epi32(summ, _mm512_set1_epi32(b2), p.mp[j]);
+  }
+  return k4_block_step(acc, a.d, p, sumi, summ);
+}
+
+// The same for Q6_K (decode_q6k + accumulate_q6k<1>): 16 sub-block chains, g outer.
+[[gnu::always_inline]] inline __m512 q6k_one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  __m512i s[16];
+  for (auto& x : s) x = _mm512_setzero_si512();
+  for (int g = 0; g < 4; ++g)
+    for (int j = 0; j < 16; ++j) {
+      const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
+      const __m512i ql = _mm512_loadu_si512(blk + 64 * ((64 * n + 32 * (qq % 2) + l0) / 4 + g));
+      const __m512i qh = _mm512_loadu_si512(blk + 64 * (32 + (32 * n + l0) / 4 + g));
+      const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(ql, 4 * (qq / 2)), m4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh, 2 * qq), m2);
+      s[j] = _mm512_dpbusd_epi32(s[j], _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), bcast4(a.qs + 16 * j + 4 * g));
+    }
+  __m512i sumi = _mm512_setzero_si512(), off = _mm512_setzero_si512();
+  for (int k = 0; k < 4; ++k) {
+    const __m512i scw = _mm512_loadu_si512(blk + 64 * (48 + k));
+    __m512i sc[4];
+    for (int i = 0; i < 4; ++i) {
+      sc[i] = _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 8 * i), 24);
+      sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[4 * k + i], sc[i]));
+    }
+    for (int hpair = 0; hpair < 2; ++hpair) {
+      const __m512i sp = _mm512_or_si512(_mm512_and_si512(sc[2 * hpair], _mm512_set1_epi32(0xFFFF)),
+                                         _mm512_slli_epi32(sc[2 * hpair + 1], 16));
+      int32_t b2;
+      __builtin_memcpy(&b2, a.bsums + 2 * (2 * k + hpair), 4);
+      off = _mm512_dpwssd_epi32(off, _mm512_set1_epi32(b2), sp);
+    }
+  }
+  const __m512i si = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, 5));
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
+  const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a.d), d);
+  return _mm512_add_ps(acc, _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
+}
 
 template <class WB, bool kHasQh>
 struct KindK4 {
   using Panel = PanelK4;
   static constexpr size_t kBlockBytes = sizeof(WB);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_k4_packed<WB, kHasQh>(blk, p); }
+  static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) { return k4_one_token<kHasQh>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
 };
@@ -39,66 +123,55 @@ struct KindQ6K {
   using Panel = PanelQ6K;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
+  static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) { return q6k_one_token(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
 };
 
-// Panels at rows[0..n) (multiples of 16) x activation rows [0, nt), nt <= kLockstepMaxTok.
+// Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), nt <= kSmallMaxTok,
+// one panel after the other (one sequential stream) with a software prefetch two blocks
+// ahead; one activation row takes the fused kernels above.
 template <class Kind>
-void lockstep(const MatmulArgs& m, const int64_t* rows, int n, int64_t nt) {
-  __m512 acc[kStreams][kLockstepMaxTok];
-  for (int i = 0; i < n; ++i)
-    for (int64_t t = 0; t < nt; ++t) acc[i][t] = _mm512_setzero_ps();
-  const uint8_t* pk[kStreams];
-  for (int i = 0; i < n; ++i) pk[i] = packed_panel(m, rows[i]);
+void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  const int64_t nt = m.n_tok, nb = m.n_in / kQK_K;
   const auto* act = static_cast<const uint8_t*>(m.act);
+  const BlockQ8_K* a[kSmallMaxTok];
   typename Kind::Panel p;
-  const BlockQ8_K* a[kLockstepMaxTok];
-  const int64_t nb = m.n_in / kQK_K;
-  for (int64_t ib = 0; ib < nb; ++ib) {
-    for (int64_t t = 0; t < nt; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride) + ib;
-    for (int i = 0; i < n; ++i) {
-      const uint8_t* blk = pk[i] + static_cast<size_t>(ib) * kPanelRows * Kind::kBlockBytes;
-      // Two blocks ahead: without it the packed stream read 12.7 GB/s on one thread, with
-      // it 18.7 (bench_kernels GEMV_COLD_PACKED Q4_K, 1 token); 1 or 4 blocks ahead the same.
+  for (int64_t r = pb; r < pe; r += kPanelRows) {
+    const uint8_t* pk = packed_panel(m, r);
+    __m512 acc[kSmallMaxTok];
+    for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const uint8_t* blk = pk + static_cast<size_t>(ib) * kPanelRows * Kind::kBlockBytes;
+      // Two blocks ahead (past the panel's end: the next panel's first blocks, contiguous).
       const char* pf = reinterpret_cast<const char*>(blk) + 2 * kPanelRows * Kind::kBlockBytes;
       for (size_t o = 0; o < kPanelRows * Kind::kBlockBytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+      for (int64_t t = 0; t < nt; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride) + ib;
+      if (nt == 1) {
+        acc[0] = Kind::one_token(blk, *a[0], acc[0]);
+        continue;
+      }
       Kind::unpack(blk, p);
       int64_t t = 0;
       if (nt == 8) {
-        Kind::template accumulate<8>(p, a, acc[i]);
+        Kind::template accumulate<8>(p, a, acc);
         continue;
       }
-      if (t + 4 <= nt) {
-        Kind::template accumulate<4>(p, a, acc[i]);
+      if (nt >= 4) {
+        Kind::template accumulate<4>(p, a, acc);
         t = 4;
       }
-      for (; t < nt; ++t) Kind::template accumulate<1>(p, a + t, acc[i] + t);
+      for (; t < nt; ++t) Kind::template accumulate<1>(p, a + t, acc + t);
     }
+    for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + t * m.out_stride + r, acc[t]);
   }
-  for (int i = 0; i < n; ++i)
-    for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + t * m.out_stride + rows[i], acc[i][t]);
 }
 
-// Panels [pb, pe) (rows, multiples of 16): panel i of each quarter together.
-template <class Kind>
-void lockstep_range(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  const int64_t n_panels = (pe - pb) / kPanelRows, q = n_panels / kStreams;
-  int64_t rows[kStreams];
-  for (int64_t i = 0; i < q; ++i) {
-    for (int k = 0; k < kStreams; ++k) rows[k] = pb + kPanelRows * (k * q + i);
-    lockstep<Kind>(m, rows, kStreams, m.n_tok);
-  }
-  const int rest = static_cast<int>(n_panels - kStreams * q);
-  for (int k = 0; k < rest; ++k) rows[k] = pb + kPanelRows * (kStreams * q + k);
-  if (rest > 0) lockstep<Kind>(m, rows, rest, m.n_tok);
-}
-
-void lockstep_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
+void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   switch (m.wtype) {
-    case GgmlType::Q4_K: return lockstep_range<KindK4<BlockQ4_K, false>>(m, pb, pe);
-    case GgmlType::Q5_K: return lockstep_range<KindK4<BlockQ5_K, true>>(m, pb, pe);
-    case GgmlType::Q6_K: return lockstep_range<KindQ6K>(m, pb, pe);
+    case GgmlType::Q4_K: return small_batch<KindK4<BlockQ4_K, false>>(m, pb, pe);
+    case GgmlType::Q5_K: return small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
+    case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
     default: return;
   }
 }
@@ -112,10 +185,6 @@ void packed_matmul(const MatmulArgs& m) {
   const int64_t pe = std::max(pb, m.row_end / kPanelRows * kPanelRows);
   MatmulArgs plain = m;
   plain.w_panels = nullptr;
-  // One activation row: the row GEMV (matmul_gemv.cpp) on the original rows is faster
-  // (1536x8960 Q4_K, one thread: 178 us warm / 242 us from memory, against 266-320 / 384-
-  // 413 us for the packed panels), so decode keeps reading them.
-  if (m.n_tok < 2) return matmul(plain);
   if (pb > m.row_begin) {
     plain.row_begin = m.row_begin;
     plain.row_end = std::min(pb, m.row_end);
@@ -127,7 +196,7 @@ void packed_matmul(const MatmulArgs& m) {
     plain.row_end = m.row_end;
     matmul(plain);
   }
-  if (m.n_tok <= kLockstepMaxTok) return lockstep_dispatch(m, pb, pe);
+  if (m.n_tok <= kSmallMaxTok) return small_batch_dispatch(m, pb, pe);
   MatmulArgs mid = m;
   mid.row_begin = pb;
   mid.row_end = pe;

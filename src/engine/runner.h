@@ -30,9 +30,8 @@ struct RunnerOptions {
   const KernelTable* kernels = nullptr;  // null: kern() (best ISA, DS_ISA)
   std::string numa = "none";
   // Pack the K-quant matrices into 16-row panels at creation when the kernel table reads
-  // them (AVX-512): faster batched decode and prefill for a second copy of those weights
-  // in RAM (docs/repack.md).
-  bool repack = false;
+  // them (AVX-512) and release the original pages (docs/repack.md).
+  bool repack = true;
 };
 
 // "f32" | "f16" | "bf16" | "q8_0" -> type; an error naming the value otherwise.

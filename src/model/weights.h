@@ -96,9 +96,10 @@ Result<std::unique_ptr<Weights>> load_weights(const GgufFile& file, const HParam
 
 // Packs every matrix whose type has packed kernels (repack_supported; at least 16 rows)
 // into 16-row panels (docs/repack.md): a copy per matrix in anonymous memory, written by
-// the pool's threads. The original rows stay mapped and in use (single-token decode reads
-// them), so this costs a second copy of those weights in RAM. n_expert: matrices per
-// expert tensor. Returns the bytes packed.
+// the pool's threads; then the original pages lying wholly inside the packed rows are
+// released from the process (madvise MADV_DONTNEED: still mapped and valid, a later read
+// faults them back in from the page cache), so resident memory stays about the file size.
+// n_expert: matrices per expert tensor. Returns the bytes packed.
 Result<size_t> repack_weights(Weights& w, int n_expert, ThreadPool& pool, NumaMode mode);
 
 }  // namespace ds

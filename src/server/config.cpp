@@ -88,11 +88,11 @@ const std::vector<Option>& options() {
               "Requests that may wait for a slot; beyond it requests get 503 (default 64)."),
       STR_OPT("chat-template", chat_template,
               "Chat format instead of the model's: deepseek3, deepseek-r1, deepseek2, deepseek-coder, chatml."),
-      {"repack", "",
-       "Also keep the K-quant weights repacked into 16-row panels (AVX-512 CPUs): faster prefill and batched "
-       "decode, for a second copy of those weights in RAM.",
+      {"no-repack", "",
+       "Keep the K-quant weights in the file's layout instead of repacking them into 16-row panels at load "
+       "(AVX-512 CPUs; repacking makes prefill and batched decode faster and takes about a second per GB).",
        [](ServerConfig& c, const std::string& v) {
-         c.repack = v != "false";
+         c.repack = v == "false";
          return Status::ok();
        }},
       {"no-prefix-cache", "", "Do not share KV blocks between requests with the same prompt prefix.",

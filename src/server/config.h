@@ -19,7 +19,7 @@ struct ServerConfig {
   int threads = 0;
   std::string kv_type = "f16";
   std::string numa = "none";
-  bool repack = false;
+  bool repack = true;
   std::string api_key;
   std::string log_format = "text";
   int batch_tokens = 512;

@@ -34,7 +34,7 @@ struct BenchArgs {
   bool json = false;
   bool profile = false;
   bool limits = true;
-  bool repack = false;
+  bool repack = true;
   std::string kv_type = "f16";
 };
 
@@ -103,7 +103,7 @@ void usage() {
       "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
       "               step down by stage (decode steps: mean of 8)\n"
       "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n"
-      "  --repack     also keep the K-quant weights in 16-row panels (as ds-server --repack)\n");
+      "  --no-repack  keep the K-quant weights in the file's layout (as ds-server --no-repack)\n");
 }
 
 int parse(const std::vector<std::string>& a, BenchArgs* b) {
@@ -130,7 +130,7 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "--json") b->json = true;
     else if (s == "--profile") b->profile = true;
     else if (s == "--no-limits") b->limits = false;
-    else if (s == "--repack") b->repack = true;
+    else if (s == "--no-repack") b->repack = false;
     else { std::fprintf(stderr, "bench: unknown option %s\n", s.c_str()); return 2; }
     if (!ok) { std::fprintf(stderr, "bench: bad or missing value for %s\n", s.c_str()); return 2; }
   }

@@ -1,7 +1,7 @@
 // Runner option repack (docs/repack.md): every refdata model gives bit-identical logits with
 // the K-quant weights repacked into 16-row panels and without, for every chunking of the
-// prompt (chunk 1: single-token steps on the row GEMV; 3 and 8: the lockstep panel kernel
-// over the packed copy; 9 and the whole prompt: the panel kernels reading it), on the best
+// prompt (chunk 1: the fused one-row kernels; 3 and 8: the small-batch panel loop; 9 and the
+// whole prompt: the panel kernels reading the packed copy), on the best
 // kernel table of this CPU (AVX-512 packs; elsewhere the option changes nothing, which is
 // what the test then checks).
 #include <gtest/gtest.h>

@@ -1,8 +1,9 @@
 // Weights repacked into 16-row panels (kernels/quant/repack.h): the layout is a byte
 // permutation that unpack_panels inverts, and matmul over a packed copy (MatmulArgs::
 // w_panels; AVX-512 kernels read it, others ignore it) equals the scalar reference bit for
-// bit ([KQUANT_EXACT]) at every token count that changes the path (1..8 lockstep panels,
-// 9+ panel kernels with 8/4/1-token groups, two 256-token passes) and on row ranges with
+// bit ([KQUANT_EXACT]) at every token count that changes the path (1: the fused one-row
+// kernels; 2..8: panel after panel; 9+: panel kernels with 8/4/1-token groups; two 256-token
+// passes) and on row ranges with
 // unaligned heads and tails (the rows outside 16-aligned panels go the unpacked way).
 // Equality with the reference everywhere is [BATCH_INVARIANT]. Rows outside the range
 // stay untouched.
