@@ -14,17 +14,12 @@
 #include <random>
 
 #include "kernel_test_data.h"
+#include "kernels/quant/fp16.h"
 #include "kernels/quant/repack.h"
 #include "kernels/ref/ref.h"
 
 namespace ds::test {
 namespace {
-
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
 
 const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
@@ -85,7 +80,7 @@ TEST(Repack, PackedMatmulMatchesRefBitwise) {
                 continue;
               }
               const float want = ref::vec_dot(t, n, w.data() + r * wrow, act.data() + (t0 + it) * arow);
-              ASSERT_EQ(bits_of(got), bits_of(want)) << isa_name(kt->isa) << " " << ggml_type_name(t) << " n_tok " << nt
+              ASSERT_EQ(f32_to_bits(got), f32_to_bits(want)) << isa_name(kt->isa) << " " << ggml_type_name(t) << " n_tok " << nt
                                                      << " tok " << t0 + it << " row " << r << " rows [" << r0 << ", "
                                                      << r1 << ")";
             }
