@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/avx512/panel_kquant.h"
@@ -28,12 +27,6 @@ namespace ds::avx512 {
 namespace {
 
 constexpr int64_t kSmallMaxTok = 8;
-
-inline __m512i bcast4(const int8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // One activation row against one packed Q4_K/Q5_K superblock of 16 rows, the quants
 // decoded straight into the products, the 8 sub-block sums as 8 independent dpbusd chains
@@ -46,7 +39,7 @@ template <bool kHasQh>
                         _mm512_loadu_si512(blk + 192)};
   decode_scales_k4(h, p);
   constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i s[8];
   for (auto& x : s) x = _mm512_setzero_si512();
   for (int g = 0; g < 8; ++g) {
@@ -56,26 +49,22 @@ template <bool kHasQh>
       const __m512i x = _mm512_loadu_si512(blk + kQs + 64 * (8 * pair + g));
       __m512i lo = _mm512_and_si512(x, m4), hi = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
       if constexpr (kHasQh) {
-        lo = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hg, 2 * pair), one), 4));
-        hi = _mm512_or_si512(hi, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hg, 2 * pair + 1), one), 4));
+        lo = with_bit5(lo, hg, 2 * pair);
+        hi = with_bit5(hi, hg, 2 * pair + 1);
       }
-      s[2 * pair] = _mm512_dpbusd_epi32(s[2 * pair], lo, bcast4(a.qs + 32 * (2 * pair) + 4 * g));
-      s[2 * pair + 1] = _mm512_dpbusd_epi32(s[2 * pair + 1], hi, bcast4(a.qs + 32 * (2 * pair + 1) + 4 * g));
+      s[2 * pair] = _mm512_dpbusd_epi32(s[2 * pair], lo, bcast_dword(a.qs + 32 * (2 * pair) + 4 * g));
+      s[2 * pair + 1] = _mm512_dpbusd_epi32(s[2 * pair + 1], hi, bcast_dword(a.qs + 32 * (2 * pair + 1) + 4 * g));
     }
   }
-  __m512i sumi = _mm512_setzero_si512(), summ = _mm512_setzero_si512();
-  for (int j = 0; j < 8; ++j) {
-    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[j], p.sc[j]));
-    int32_t b2;
-    __builtin_memcpy(&b2, a.bsums + 2 * j, 4);
-    summ = _mm512_dpwssd_epi32(summ, _mm512_set1_epi32(b2), p.mp[j]);
-  }
+  __m512i sumi = _mm512_setzero_si512(), summ;
+  for (int j = 0; j < 8; ++j) sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[j], p.sc[j]));
+  const BlockQ8_K* pa = &a;
+  bsum_pair_sums<1>(p.mp, &pa, &summ);
   return k4_block_step(acc, a.d, p, sumi, summ);
 }
 
 // The same for Q6_K (decode_q6k + accumulate_q6k<1>): 16 sub-block chains, g outer.
 [[gnu::always_inline]] inline __m512 q6k_one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
   __m512i s[16];
   for (auto& x : s) x = _mm512_setzero_si512();
   for (int g = 0; g < 4; ++g)
@@ -83,25 +72,18 @@ template <bool kHasQh>
       const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
       const __m512i ql = _mm512_loadu_si512(blk + 64 * ((64 * n + 32 * (qq % 2) + l0) / 4 + g));
       const __m512i qh = _mm512_loadu_si512(blk + 64 * (32 + (32 * n + l0) / 4 + g));
-      const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(ql, 4 * (qq / 2)), m4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh, 2 * qq), m2);
-      s[j] = _mm512_dpbusd_epi32(s[j], _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), bcast4(a.qs + 16 * j + 4 * g));
+      s[j] = _mm512_dpbusd_epi32(s[j], q6k_quant(ql, qh, qq), bcast_dword(a.qs + 16 * j + 4 * g));
     }
   __m512i sumi = _mm512_setzero_si512(), off = _mm512_setzero_si512();
   for (int k = 0; k < 4; ++k) {
     const __m512i scw = _mm512_loadu_si512(blk + 64 * (48 + k));
     __m512i sc[4];
     for (int i = 0; i < 4; ++i) {
-      sc[i] = _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 8 * i), 24);
+      sc[i] = q6k_scale(scw, i);
       sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[4 * k + i], sc[i]));
     }
-    for (int hpair = 0; hpair < 2; ++hpair) {
-      const __m512i sp = _mm512_or_si512(_mm512_and_si512(sc[2 * hpair], _mm512_set1_epi32(0xFFFF)),
-                                         _mm512_slli_epi32(sc[2 * hpair + 1], 16));
-      int32_t b2;
-      __builtin_memcpy(&b2, a.bsums + 2 * (2 * k + hpair), 4);
-      off = _mm512_dpwssd_epi32(off, _mm512_set1_epi32(b2), sp);
-    }
+    for (int hpair = 0; hpair < 2; ++hpair)
+      off = _mm512_dpwssd_epi32(off, bcast_dword(a.bsums + 2 * (2 * k + hpair)), scale_pair(sc[2 * hpair], sc[2 * hpair + 1]));
   }
   const __m512i si = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, 5));
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
@@ -190,7 +172,7 @@ void packed_matmul(const MatmulArgs& m) {
     plain.row_end = std::min(pb, m.row_end);
     matmul(plain);
   }
-  if (pe > m.row_end || pb >= pe) return;
+  if (pb >= pe) return;
   if (pe < m.row_end) {
     plain.row_begin = pe;
     plain.row_end = m.row_end;

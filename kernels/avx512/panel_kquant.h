@@ -145,6 +145,11 @@ inline void decode_scales_k4(const __m512i* h, PanelK4& p) {
 // low nibbles sub-block 2p, high 2p + 1) and, for Q5_K, H(g) lane r = dword g of row r's qh
 // (bit j of byte l is the 5th bit of sub-block j's element l). V and H load on demand (a
 // local array filled from memory compiled to a rep movs copy).
+// Quant word q of sub-block j with its 5th bit from qh word h (bit j of each byte).
+inline __m512i with_bit5(__m512i q, __m512i h, int j) {
+  return _mm512_or_si512(q, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, j), _mm512_set1_epi8(1)), 4));
+}
+
 template <bool kHasQh, class V, class H>
 [[gnu::always_inline]] inline void decode_quants_k4(V v, H h, PanelK4& p) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -155,11 +160,9 @@ template <bool kHasQh, class V, class H>
     p.q[2 * pair + 1][g] = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
   }
   if constexpr (kHasQh) {
-    const __m512i one = _mm512_set1_epi8(1);
     for (int g = 0; g < 8; ++g) {
       const __m512i hg = h(g);
-      for (int j = 0; j < 8; ++j)
-        p.q[j][g] = _mm512_or_si512(p.q[j][g], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hg, j), one), 4));
+      for (int j = 0; j < 8; ++j) p.q[j][g] = with_bit5(p.q[j][g], hg, j);
     }
   }
 }
@@ -191,30 +194,41 @@ inline void unpack_k4_packed(const uint8_t* blk, PanelK4& p) {
                            [&](int k) { return _mm512_loadu_si512(blk + kQh + 64 * k); }, p);
 }
 
+// The 4 bytes at p (4 activation quants, or a pair of int16 bsums) in every int32 lane.
+inline __m512i bcast_dword(const void* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// sumi[t] += sum over sub-blocks j < J of sc[j] * dot(q[j], sub-block j of token t), lane r =
+// row r: G groups of 4 quants per sub-block, kSubBytes activation bytes per sub-block.
+template <int NT, int J, int G, int kSubBytes, class Panel>
+[[gnu::always_inline]] inline void scaled_sub_block_sums(const Panel& p, const BlockQ8_K* const* a, __m512i* sumi) {
+  for (int j = 0; j < J; ++j) {
+    __m512i s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+    for (int g = 0; g < G; ++g)
+      for (int t = 0; t < NT; ++t) s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], bcast_dword(a[t]->qs + kSubBytes * j + 4 * g));
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
+  }
+}
+
+// out[t] = sum over k < 8 of the int16 pair products of w[k] with bsums (2k, 2k + 1) of token t.
+template <int NT>
+[[gnu::always_inline]] inline void bsum_pair_sums(const __m512i* w, const BlockQ8_K* const* a, __m512i* out) {
+  for (int t = 0; t < NT; ++t) out[t] = _mm512_setzero_si512();
+  for (int k = 0; k < 8; ++k)
+    for (int t = 0; t < NT; ++t) out[t] = _mm512_dpwssd_epi32(out[t], bcast_dword(a[t]->bsums + 2 * k), w[k]);
+}
+
 // acc[t] (lane r) += reference float step for rows x tokens t < NT of one superblock.
 template <int NT>
 [[gnu::always_inline]] inline void accumulate_k4(const PanelK4& p, const BlockQ8_K* const* a, __m512* acc) {
   __m512i sumi[NT], summ[NT];
-  for (int t = 0; t < NT; ++t) {
-    sumi[t] = _mm512_setzero_si512();
-    summ[t] = _mm512_setzero_si512();
-  }
-  for (int j = 0; j < 8; ++j) {
-    __m512i s[NT];
-    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
-    for (int g = 0; g < 8; ++g)
-      for (int t = 0; t < NT; ++t) {
-        int32_t a4;
-        __builtin_memcpy(&a4, a[t]->qs + 32 * j + 4 * g, 4);
-        s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], _mm512_set1_epi32(a4));
-      }
-    for (int t = 0; t < NT; ++t) {
-      sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
-      int32_t b2;
-      __builtin_memcpy(&b2, a[t]->bsums + 2 * j, 4);
-      summ[t] = _mm512_dpwssd_epi32(summ[t], _mm512_set1_epi32(b2), p.mp[j]);
-    }
-  }
+  for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+  scaled_sub_block_sums<NT, 8, 8, 32>(p, a, sumi);
+  bsum_pair_sums<NT>(p.mp, a, summ);
   for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi[t], summ[t]);
 }
 
@@ -235,9 +249,7 @@ template <int NT>
       __m512i w0 = p[0].q[j][g], w1 = p[1].q[j][g];
       __asm__("" : "+v"(w0), "+v"(w1));
       for (int t = 0; t < NT; ++t) {
-        int32_t a4;
-        __builtin_memcpy(&a4, a[t]->qs + 32 * j + 4 * g, 4);
-        __m512i b = _mm512_set1_epi32(a4);
+        __m512i b = bcast_dword(a[t]->qs + 32 * j + 4 * g);
         __asm__("" : "+v"(b));
         s[0][t] = _mm512_dpbusd_epi32(s[0][t], w0, b);
         s[1][t] = _mm512_dpbusd_epi32(s[1][t], w1, b);
@@ -248,9 +260,7 @@ template <int NT>
   }
   for (int j = 0; j < 8; ++j)
     for (int t = 0; t < NT; ++t) {
-      int32_t b2;
-      __builtin_memcpy(&b2, a[t]->bsums + 2 * j, 4);
-      const __m512i bb = _mm512_set1_epi32(b2);
+      const __m512i bb = bcast_dword(a[t]->bsums + 2 * j);
       for (int r = 0; r < 2; ++r) summ[r][t] = _mm512_dpwssd_epi32(summ[r][t], bb, p[r].mp[j]);
     }
   for (int t = 0; t < NT; ++t) {
@@ -271,23 +281,28 @@ struct PanelQ6K {
 // Element e = 128n + 32qq + l: low (qq < 2) or high nibble of ql[64n + 32(qq % 2) + l],
 // bits 2qq..2qq+1 of qh[32n + l] (the reference's dequantize order). ql(k), qh(k), scw[k]
 // lane r = dword k of row r's ql, qh, scales (ql, qh load on demand); d lane r = row r's d.
+// Sub-block j's quant word from ql word l and qh word h (qq = (j % 8) / 2), u8 0..63.
+inline __m512i q6k_quant(__m512i l, __m512i h, int qq) {
+  const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(l, 4 * (qq / 2)), _mm512_set1_epi8(0x0F));
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(h, 2 * qq), _mm512_set1_epi8(0x03));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
+}
+// Signed scale byte i of each lane's scales dword, as int32.
+inline __m512i q6k_scale(__m512i scw, int i) { return _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 8 * i), 24); }
+// Two int32 scales as the int16 pair (lo, hi) of each lane.
+inline __m512i scale_pair(__m512i lo, __m512i hi) {
+  return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(hi, 16));
+}
+
 template <class QL, class QH>
 [[gnu::always_inline]] inline void decode_q6k(QL ql, QH qh, const __m512i* scw, __m512 d, PanelQ6K& p) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
   for (int j = 0; j < 16; ++j) {
     const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
-    for (int g = 0; g < 4; ++g) {
-      const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(ql((64 * n + 32 * (qq % 2) + l0) / 4 + g), 4 * (qq / 2)), m4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh((32 * n + l0) / 4 + g), 2 * qq), m2);
-      p.q[j][g] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
-    }
+    for (int g = 0; g < 4; ++g) p.q[j][g] = q6k_quant(ql((64 * n + 32 * (qq % 2) + l0) / 4 + g), qh((32 * n + l0) / 4 + g), qq);
   }
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v = scw[k];
-    for (int i = 0; i < 4; ++i) p.sc[4 * k + i] = _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * i), 24);
-  }
-  for (int k = 0; k < 8; ++k)
-    p.sp[k] = _mm512_or_si512(_mm512_and_si512(p.sc[2 * k], _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(p.sc[2 * k + 1], 16));
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 4; ++i) p.sc[4 * k + i] = q6k_scale(scw[k], i);
+  for (int k = 0; k < 8; ++k) p.sp[k] = scale_pair(p.sc[2 * k], p.sc[2 * k + 1]);
   p.d = d;
 }
 
@@ -316,27 +331,9 @@ inline void unpack_q6k_packed(const uint8_t* blk, PanelQ6K& p) {
 template <int NT>
 [[gnu::always_inline]] inline void accumulate_q6k(const PanelQ6K& p, const BlockQ8_K* const* a, __m512* acc) {
   __m512i sumi[NT], off[NT];
-  for (int t = 0; t < NT; ++t) {
-    sumi[t] = _mm512_setzero_si512();
-    off[t] = _mm512_setzero_si512();
-  }
-  for (int j = 0; j < 16; ++j) {
-    __m512i s[NT];
-    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
-    for (int g = 0; g < 4; ++g)
-      for (int t = 0; t < NT; ++t) {
-        int32_t a4;
-        __builtin_memcpy(&a4, a[t]->qs + 16 * j + 4 * g, 4);
-        s[t] = _mm512_dpbusd_epi32(s[t], p.q[j][g], _mm512_set1_epi32(a4));
-      }
-    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], p.sc[j]));
-  }
-  for (int k = 0; k < 8; ++k)
-    for (int t = 0; t < NT; ++t) {
-      int32_t b2;
-      __builtin_memcpy(&b2, a[t]->bsums + 2 * k, 4);
-      off[t] = _mm512_dpwssd_epi32(off[t], _mm512_set1_epi32(b2), p.sp[k]);
-    }
+  for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+  scaled_sub_block_sums<NT, 16, 4, 16>(p, a, sumi);
+  bsum_pair_sums<NT>(p.sp, a, off);
   for (int t = 0; t < NT; ++t) {
     const __m512i si = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
     const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a[t]->d), p.d);
