@@ -289,8 +289,10 @@ TEST_F(ServerE2E, RepeatedPromptUsesThePrefixCache) {
   ASSERT_GT(a["tokens_evaluated"].get<int>(), 200);
   EXPECT_GT(b["tokens_cached"].get<int>(), 0);
   EXPECT_GE(b["tokens_cached"].get<int>(), a["tokens_evaluated"].get<int>() - 16);
+  // Reuse shows in the token counts; prompt_ms is wall-clock and on a loaded machine a short
+  // evaluation can take longer than a long one, so it is not compared here.
   EXPECT_LT(b["timings"]["prompt_n"].get<int>(), 17);
-  EXPECT_LT(b["timings"]["prompt_ms"].get<double>(), a["timings"]["prompt_ms"].get<double>());
+  EXPECT_EQ(b["timings"]["prompt_n"].get<int>() + b["tokens_cached"].get<int>(), a["tokens_evaluated"].get<int>());
   EXPECT_EQ(b["content"], a["content"]);
 }
 
