@@ -67,7 +67,9 @@ template <bool kHasQh>
 [[gnu::always_inline]] inline __m512 q6k_one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
   __m512i s[16];
   for (auto& x : s) x = _mm512_setzero_si512();
+#pragma GCC unroll 4
   for (int g = 0; g < 4; ++g)
+#pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) {
       const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
       const __m512i ql = _mm512_loadu_si512(blk + 64 * ((64 * n + 32 * (qq % 2) + l0) / 4 + g));
