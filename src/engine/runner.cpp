@@ -151,9 +151,14 @@ Status Runner::step(std::span<const SeqChunk> chunks, float* logits, const Trace
   if (profiling_) {
     prof_.current = Stage::kOther;
     prof_.since = std::chrono::steady_clock::now();
+    prof_.wait_seen = prof_.wait_ns;
+    pool_->set_wait_counter(&prof_.wait_ns);
   }
   model_->forward(ctx, logits);
-  if (profiling_) prof_.switch_to(Stage::kOther);
+  if (profiling_) {
+    prof_.switch_to(Stage::kOther);
+    pool_->set_wait_counter(nullptr);
+  }
   return Status::ok();
 }
 

@@ -96,13 +96,20 @@ class Arena {
 // never count twice. Costs two clock reads per scope, and nothing when profiling is off.
 enum class Stage { kNormsRope, kAttention, kRouter, kFfnDense, kFfnExperts, kOutputHead, kQuantizeAct, kSync, kOther, kCount };
 
+// kSync: the time thread 0 waited at the end of parallel regions for the other threads
+// (ThreadPool::set_wait_counter counts it into wait_ns), moved out of the stage it fell in.
 struct Profile {
   double seconds[static_cast<int>(Stage::kCount)] = {};
   Stage current = Stage::kOther;
   std::chrono::steady_clock::time_point since;
+  int64_t wait_ns = 0;       // the pool's running count of the caller's waits
+  int64_t wait_seen = 0;     // wait_ns at the last switch
   void switch_to(Stage s) {
     const auto now = std::chrono::steady_clock::now();
-    seconds[static_cast<int>(current)] += std::chrono::duration<double>(now - since).count();
+    const double waited = static_cast<double>(wait_ns - wait_seen) * 1e-9;
+    wait_seen = wait_ns;
+    seconds[static_cast<int>(current)] += std::chrono::duration<double>(now - since).count() - waited;
+    seconds[static_cast<int>(Stage::kSync)] += waited;
     current = s;
     since = now;
   }

@@ -112,6 +112,7 @@ struct ThreadPool::Impl {
   alignas(64) void (*call)(void*, int, int) = nullptr;
   void* ctx = nullptr;
   bool stop = false;    // written before a generation bump, read after seeing it
+  int64_t* wait_ns = nullptr;  // set_wait_counter(); the caller's thread only
 
   void worker_main(int ith) {
     if (pin_workers) pin_current_thread_to_core(ith);
@@ -181,7 +182,12 @@ void ThreadPool::run_raw(void (*call)(void* ctx, int ith, int nth), void* ctx) {
   p.ctx = ctx;
   p.start_generation();
   call(ctx, 0, p.n_threads);
+  if (!p.wait_ns) return p.wait_workers();
+  const auto t0 = std::chrono::steady_clock::now();
   p.wait_workers();
+  *p.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
+
+void ThreadPool::set_wait_counter(int64_t* ns) { impl_->wait_ns = ns; }
 
 }  // namespace ds

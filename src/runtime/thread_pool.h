@@ -49,6 +49,12 @@ class ThreadPool {
   // What both run() overloads call: call(ctx, ith, nth) on every thread.
   void run_raw(void (*call)(void* ctx, int ith, int nth), void* ctx);
 
+  // Latency attribution: while set, every run() adds to *ns the nanoseconds the calling
+  // thread waits for the workers after finishing its own share (load imbalance and wake-up
+  // latency: the "sync" profile stage). Set and read from the calling thread only; null
+  // (the default) measures nothing.
+  void set_wait_counter(int64_t* ns);
+
   // Dynamic split for uneven work (MoE experts, ragged attention): threads take ranges
   // of `chunk` items from a shared counter until [0, n) is done; fn(begin, end, ith).
   // Which thread computes an item varies between calls, so fn must compute each item
