@@ -57,24 +57,24 @@ void ForwardCtx::matmul_jobs(const MatJob* jobs, int n_jobs) {
     const int64_t ca = item_cost(a), cb = item_cost(b);
     return ca != cb ? ca > cb : a < b;
   });
-  int64_t n_items = 0, total_cost = 0;
+  int64_t n_items = 0;
   for (int k = 0; k < n_jobs; ++k) {
     first[k] = n_items;
     const MatJob& job = jobs[order[k]];
     if (job.n_tok == 0) continue;
     const int64_t items = (job.w.n_out + rows_of(job) - 1) / rows_of(job);
     n_items += items;
-    total_cost += items * item_cost(order[k]);
   }
   first[n_jobs] = n_items;
   if (n_items == 0) return;
-  // Threads take several blocks per grab of the shared counter, about an eighth of their
-  // share of the cost: a decode GEMV block streams only ~14 KB of weights, about as long as
-  // a contended cache-line round trip, so one grab per block left cores waiting on the
-  // counter. Counted in the costliest items, so that no grab is a large share of the work.
+  // Guided grabs of the shared counter (1/(4 nth) of the items left): a fixed grab of an
+  // eighth of a thread's share left the output head's last grab (~10 MB of weights, 0.2
+  // ms) to one thread while the other waited. A grab still covers at least ~256 KB of
+  // weights in decode: a decode GEMV block streams only ~14 KB, about as long as a
+  // contended cache-line round trip, so one grab per block left cores waiting on the counter.
   const int64_t max_cost = n_jobs > 0 ? item_cost(order[0]) : 1;
-  const int64_t grab = std::max<int64_t>(1, total_cost / (8 * int64_t{pool.n_threads()} * max_cost));
-  pool.parallel_for(n_items, grab, [&](int64_t i0, int64_t i1, int) {
+  const int64_t min_grab = std::max<int64_t>(1, (1 + kUnpackTok) * (int64_t{256} << 10) / std::max<int64_t>(max_cost, 1));
+  pool.parallel_for_guided(n_items, min_grab, [&](int64_t i0, int64_t i1, int) {
     int k = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
     for (int64_t i = i0; i < i1;) {
       while (i >= first[k + 1]) ++k;

@@ -71,6 +71,25 @@ class ThreadPool {
     });
   }
 
+  // The same with grabs that shrink as the work runs out (guided): a grab takes 1/(4 nth)
+  // of the items left, at least min_chunk, so threads finish within about one small grab
+  // of each other while the first grabs stay large (few trips to the shared counter).
+  template <class Fn>
+  void parallel_for_guided(int64_t n, int64_t min_chunk, Fn&& fn) {
+    min_chunk = std::max<int64_t>(min_chunk, 1);
+    const int64_t div = 4 * int64_t{n_threads()};
+    std::atomic<int64_t> next{0};
+    run([&](int ith, int) {
+      int64_t b = next.load(std::memory_order_relaxed);
+      while (b < n) {
+        const int64_t c = std::max(min_chunk, (n - b) / div);
+        if (!next.compare_exchange_weak(b, b + c, std::memory_order_relaxed)) continue;  // b reloaded
+        fn(b, std::min(b + c, n), ith);
+        b = next.load(std::memory_order_relaxed);
+      }
+    });
+  }
+
   // Splits [0, n) into nth nearly equal contiguous ranges; returns thread ith's range.
   static void split(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
     const int64_t per = n / nth, rem = n % nth;

@@ -127,6 +127,24 @@ TEST(ThreadPool, ParallelForCoversEveryItemOnce) {
   }
 }
 
+TEST(ThreadPool, GuidedParallelForCoversEveryItemOnceInShrinkingGrabs) {
+  ThreadPool pool({.n_threads = 3, .pin = false});
+  for (int64_t n : {0, 1, 5, 1000, 100003}) {
+    for (int64_t min_chunk : {1, 7, 5000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> bad{0};
+      pool.parallel_for_guided(n, min_chunk, [&](int64_t b, int64_t e, int ith) {
+        // A grab is 1/12 of what was left at b (3 threads), at least min_chunk, cut at n.
+        const int64_t want = std::max(min_chunk, (n - b) / 12);
+        if (ith < 0 || ith >= 3 || b >= e || e - b != std::min(want, n - b)) bad.fetch_add(1);
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      EXPECT_EQ(bad.load(), 0) << "n=" << n << " min_chunk=" << min_chunk;
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " min=" << min_chunk << " i=" << i;
+    }
+  }
+}
+
 TEST(ThreadPool, SplitTilesRangeExactly) {
   for (int64_t n : {0, 1, 7, 64, 1000, 1001}) {
     for (int nth : {1, 2, 3, 8, 13}) {
