@@ -27,7 +27,7 @@ struct EngineOptions {
   int kv_block_size = 16;    // tokens per KV block
   int max_batch_tokens = 512;  // most tokens one step may carry (sizes the scratch)
   std::string isa;           // kernel table: ref | avx2 | avx512 | amx; empty: best (DS_ISA)
-  // Repack the K-quant weights into 16-row panels at load (AVX-512 only; docs/repack.md).
+  // Repack the Q4_K/Q5_K/Q6_K/Q8_0/Q5_0 weights into 16-row panels at load (AVX-512 only; docs/repack.md).
   bool repack = true;
 };
 

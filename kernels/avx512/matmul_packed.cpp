@@ -151,11 +151,22 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
+// The 32-block types (Q8_0, Q5_0): the panel kernels, which read packed blocks with plain
+// loads and prefetch each panel's stream; one panel at a time, as above.
+void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  MatmulArgs one = m;
+  for (int64_t r = pb; r < pe; r += kPanelRows) {
+    one.row_end = r + kPanelRows;  // a 16-row range: panel_matmul runs single panels
+    panel_matmul(one, r, 0, m.n_tok);
+  }
+}
+
 void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   switch (m.wtype) {
     case GgmlType::Q4_K: return small_batch<KindK4<BlockQ4_K, false>>(m, pb, pe);
     case GgmlType::Q5_K: return small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
+    case GgmlType::Q8_0: case GgmlType::Q5_0: return small_batch32(m, pb, pe);
     default: return;
   }
 }

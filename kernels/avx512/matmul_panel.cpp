@@ -194,11 +194,18 @@ inline __m512i bias_of(const Panel32& p) {
 struct P32Q8_0 {
   using WB = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kPackable = true;  // has unpack_packed
   static void unpack(const uint8_t* b, size_t stride, Panel32& p) {
     __m512i v[16];
     block_dwords<-2, sizeof(WB)>(b, stride, v);  // d, then 8 quant dwords
     for (int g = 0; g < 8; ++g) p.q[g] = v[1 + g];
     p.d = half_hi(v[0]);
+    p.bias = bias_of(p);
+  }
+  // From a packed block (repack.h): the 8 quant dwords, then the 16 rows' d.
+  static void unpack_packed(const uint8_t* blk, Panel32& p) {
+    for (int g = 0; g < 8; ++g) p.q[g] = _mm512_loadu_si512(blk + 64 * g);
+    p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 8)));
     p.bias = bias_of(p);
   }
 };
@@ -208,16 +215,41 @@ template <class WB_, int kOff, bool kMin_, bool kQh>
 struct P32Nibbles {
   using WB = WB_;
   static constexpr bool kMin = kMin_;
+  static constexpr bool kPackable = !kMin_;
   static void unpack(const uint8_t* b, size_t stride, Panel32& p) {
     // _0 types: window at -2, so [d | ...] is v[0] (d high); _1 types: [d, m] is v[0].
     // Then qh (Q5) and the 4 quant dwords.
     constexpr int kWin = kMin ? 0 : -2;
     __m512i v[16];
     block_dwords<kWin, sizeof(WB)>(b, stride, v);
-    nibbles_panel(v + (kQh ? 2 : 1), p);
+    quants(v + 1, p);
+    if constexpr (kMin) {
+      p.d = half_lo(v[0]);
+      p.m = half_hi(v[0]);
+    } else {
+      p.d = half_hi(v[0]);
+      p.bias = bias_of(p);
+    }
+  }
+  // From a packed block (repack.h; offset types, of which only Q5_0 is packed): qh (Q5),
+  // the 4 quant dwords, then the 16 rows' d (blocks of 16 rows are not 64-byte multiples:
+  // unaligned loads).
+  static void unpack_packed(const uint8_t* blk, Panel32& p) {
+    constexpr int kDwords = kQh ? 5 : 4;
+    __m512i v[kDwords];
+    for (int k = 0; k < kDwords; ++k) v[k] = _mm512_loadu_si512(blk + 64 * k);
+    quants(v, p);
+    p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
+    p.bias = bias_of(p);
+  }
+
+ private:
+  // v: [qh (Q5)], then the 4 quant dwords, lanes = rows.
+  static void quants(const __m512i* v, Panel32& p) {
+    nibbles_panel(v + (kQh ? 1 : 0), p);
     if constexpr (kQh) {
       __mmask64 set[8];
-      fifth_bit_masks(v[1], set);
+      fifth_bit_masks(v[0], set);
       const __m512i v16 = _mm512_set1_epi8(16);
       // Q5_0: q - 16 = nibble where the 5th bit is set, nibble - 16 where not.
       for (int g = 0; g < 8; ++g) {
@@ -226,13 +258,6 @@ struct P32Nibbles {
       }
     } else if constexpr (kOff != 0) {
       for (int g = 0; g < 8; ++g) p.q[g] = _mm512_sub_epi8(p.q[g], _mm512_set1_epi8(kOff));
-    }
-    if constexpr (kMin) {
-      p.d = half_lo(v[0]);
-      p.m = half_hi(v[0]);
-    } else {
-      p.d = half_hi(v[0]);
-      p.bias = bias_of(p);
     }
   }
 };
@@ -310,8 +335,20 @@ void panel32(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   // and their d as float, written a whole token pass before they are read.
   alignas(64) uint8_t ab[kPanelMaxTok][32];
   alignas(64) float ad[kPanelMaxTok];
+  // Packed panels (repack.h): each a sequential stream of 16-row blocks, prefetched
+  // kPackedAhead bytes ahead (one block's lines per block).
+  const uint8_t* pk = packed_panel(m, r0);
+  constexpr size_t kBlk = kPanelRows * sizeof(typename L::WB), kPackedAhead = 4096;
   for (int64_t ib = 0; ib < m.n_in / 32; ++ib) {
     for (int r = 0; r < R; ++r) {
+      if constexpr (L::kPackable) {
+        if (pk) {
+          const uint8_t* blk = pk + 16 * r * m.w_row_stride + static_cast<size_t>(ib) * kBlk;
+          for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPackedAhead + o, _MM_HINT_T0);
+          L::unpack_packed(blk, p[r]);
+          continue;
+        }
+      }
       const uint8_t* b = w0 + 16 * r * m.w_row_stride + ib * sizeof(typename L::WB);
       // Two lines ahead of this block: each line is prefetched 2-4 times (blocks of 18-36
       // bytes), cheap next to 16 rows x the activation rows of multiply-adds.

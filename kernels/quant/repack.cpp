@@ -5,7 +5,9 @@
 
 namespace ds {
 
-bool repack_supported(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
+bool repack_supported(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q5_0;
+}
 
 namespace {
 
@@ -13,7 +15,8 @@ namespace {
 template <class F>
 void for_each_piece(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, F&& f) {
   const GgmlTypeTraits tr = ggml_type_traits(t);
-  const size_t bb = static_cast<size_t>(tr.type_size), nd = bb / 4, rest = bb % 4;
+  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ? 2 : 0;  // the fp16 d, moved behind
+  const size_t bb = static_cast<size_t>(tr.type_size), nd = (bb - head) / 4, rest = (bb - head) % 4;
   const int64_t nb = n_in / tr.block_size;
   for (int64_t p = p0; p < p1; ++p) {
     const size_t panel = static_cast<size_t>(p) * kPanelRows * row_stride;
@@ -21,8 +24,9 @@ void for_each_piece(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int
       const size_t blk = panel + static_cast<size_t>(ib) * kPanelRows * bb;
       for (int r = 0; r < kPanelRows; ++r) {
         const size_t row = panel + static_cast<size_t>(r) * row_stride + static_cast<size_t>(ib) * bb;
-        for (size_t k = 0; k < nd; ++k) f(row + 4 * k, blk + 64 * k + 4 * static_cast<size_t>(r), size_t{4});
-        if (rest) f(row + 4 * nd, blk + 64 * nd + rest * static_cast<size_t>(r), rest);
+        for (size_t k = 0; k < nd; ++k) f(row + head + 4 * k, blk + 64 * k + 4 * static_cast<size_t>(r), size_t{4});
+        if (rest) f(row + head + 4 * nd, blk + 64 * nd + rest * static_cast<size_t>(r), rest);
+        if (head) f(row, blk + 64 * nd + head * static_cast<size_t>(r), head);
       }
     }
   }

@@ -29,7 +29,7 @@ struct RunnerOptions {
   int max_seq_tokens = 4096;           // longest sequence (sizes the block-pointer table)
   const KernelTable* kernels = nullptr;  // null: kern() (best ISA, DS_ISA)
   std::string numa = "none";
-  // Pack the K-quant matrices into 16-row panels at creation when the kernel table reads
+  // Pack the quantized matrices (repack_supported) into 16-row panels at creation when the kernel table reads
   // them (AVX-512) and release the original pages (docs/repack.md).
   bool repack = true;
 };

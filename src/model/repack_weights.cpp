@@ -1,4 +1,4 @@
-// Load-time repacking of the K-quant matrices into 16-row panels (docs/repack.md,
+// Load-time repacking of the quantized matrices (repack_supported) into 16-row panels (docs/repack.md,
 // kernels/quant/repack.h).
 #include <sys/mman.h>
 #include <unistd.h>

@@ -4,7 +4,8 @@
 // bit ([KQUANT_EXACT]) at every token count that changes the path (1: the fused one-row
 // kernels; 2..8: panel after panel; 9+: panel kernels with 8/4/1-token groups; two 256-token
 // passes) and on row ranges with
-// unaligned heads and tails (the rows outside 16-aligned panels go the unpacked way).
+// unaligned heads and tails (the rows outside 16-aligned panels go the unpacked way). The
+// AVX-512 kernels get rows whose packed part is scrambled, so they must read the panels.
 // Equality with the reference everywhere is [BATCH_INVARIANT]. Rows outside the range
 // stay untouched.
 #include <gtest/gtest.h>
@@ -21,7 +22,10 @@
 namespace ds::test {
 namespace {
 
-const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0};
+
+// Bytes at a block's start that the packed layout moves behind its dwords (repack.h).
+size_t head_bytes(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ? 2 : 0; }
 
 TEST(Repack, IsAPermutationThatUnpackInverts) {
   std::mt19937 rng(31);
@@ -40,15 +44,21 @@ TEST(Repack, IsAPermutationThatUnpackInverts) {
     EXPECT_NE(std::memcmp(packed.data(), w.data(), covered), 0) << ggml_type_name(t) << " layout unchanged";
     unpack_panels(t, n, wrow, packed.data(), back.data(), 0, n_panels);
     EXPECT_EQ(std::memcmp(back.data(), w.data(), covered), 0) << ggml_type_name(t);
-    // Dword k of row r of block 1 of panel 2 sits at 64 k + 4 r of that block.
-    const size_t bb = static_cast<size_t>(ggml_type_traits(t).type_size);
+    // Dword k of row r of block 1 of panel 2 (counted from the block's byte `head`) sits at
+    // 64 k + 4 r of that block; the head bytes (the fp16 d) of row r after the dwords.
+    const size_t bb = static_cast<size_t>(ggml_type_traits(t).type_size), head = head_bytes(t);
+    const size_t nd = (bb - head) / 4;
     const size_t blk = 2 * kPanelRows * wrow + 1 * kPanelRows * bb;
-    for (int r : {0, 5, 15})
-      for (size_t k : {size_t{0}, size_t{3}, bb / 4 - 1})
-        EXPECT_EQ(std::memcmp(packed.data() + blk + 64 * k + 4 * static_cast<size_t>(r),
-                              w.data() + (2 * kPanelRows + static_cast<size_t>(r)) * wrow + bb + 4 * k, 4),
-                  0)
+    for (int r : {0, 5, 15}) {
+      const uint8_t* row = w.data() + (2 * kPanelRows + static_cast<size_t>(r)) * wrow + bb;
+      for (size_t k : {size_t{0}, size_t{3}, nd - 1})
+        EXPECT_EQ(std::memcmp(packed.data() + blk + 64 * k + 4 * static_cast<size_t>(r), row + head + 4 * k, 4), 0)
             << ggml_type_name(t) << " row " << r << " dword " << k;
+      if (head) {
+        EXPECT_EQ(std::memcmp(packed.data() + blk + 64 * nd + head * static_cast<size_t>(r), row, head), 0)
+            << ggml_type_name(t) << " row " << r << " d";
+      }
+    }
   }
 }
 
@@ -65,11 +75,21 @@ TEST(Repack, PackedMatmulMatchesRefBitwise) {
     const auto x = random_floats(rng, n * max_tok);
     for (const KernelTable* kt : available_tables()) {
       const auto act = quantize_rows(*kt, t, x, n, max_tok);
+
       for (int64_t nt : counts) {
         const int64_t t0 = (nt * 5) % (max_tok - nt + 1);
         for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {0, 80}, {3, 70}, {16, 48}, {5, 13}, {64, 83}}) {
+          // The AVX-512 kernels must read the rows of the panels wholly inside the range
+          // from the panels (the engine releases the originals): there those rows are
+          // scrambled.
+          std::vector<uint8_t> rows = w;
+          if (kt->isa == Isa::kAvx512) {
+            const int64_t pb = (r0 + kPanelRows - 1) / kPanelRows * kPanelRows, pe = r1 / kPanelRows * kPanelRows;
+            for (int64_t r = pb; r < pe; ++r)
+              for (size_t i = 0; i < wrow; ++i) rows[static_cast<size_t>(r) * wrow + i] ^= 0x5A;
+          }
           std::vector<float> out(static_cast<size_t>(ld * nt), NAN);
-          kt->matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n, .row_begin = r0, .row_end = r1,
+          kt->matmul({.wtype = t, .w = rows.data(), .w_row_stride = wrow, .n_in = n, .row_begin = r0, .row_end = r1,
                       .act = act.data() + static_cast<size_t>(t0) * arow, .act_row_stride = arow, .n_tok = nt,
                       .out = out.data(), .out_stride = ld, .w_panels = packed.data()});
           for (int64_t it = 0; it < nt; ++it)
