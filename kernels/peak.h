@@ -1,6 +1,6 @@
 // Register-resident int8 dot-product loops that measure how many int8 multiply-adds a
 // core can retire per second (the compute roofline that `ds-cli bench` and `ds-cli
-// doctor` report prefill against). Independent accumulator chains hide the instruction
+// doctor` report prefill against), and float32 FMA loops (attention's roofline). Independent accumulator chains hide the instruction
 // latency, so the loop is bound by throughput alone; nothing touches memory.
 // One file per ISA (avx512/peak_vnni.cpp, avx2/peak_avx2.cpp); the caller picks one
 // after checking CPUID (src/runtime/machine_limits.cpp).
@@ -14,5 +14,10 @@ namespace ds::peak {
 // the work cannot be optimized away.
 uint64_t int8_madds_avx512_vnni(uint64_t n_iter, int32_t* sink);  // vpdpbusd zmm
 uint64_t int8_madds_avx2(uint64_t n_iter, int32_t* sink);         // vpmaddubsw + vpmaddwd + vpaddd
+
+// The float32 counterpart (the roofline of attention, which runs in float): returns the
+// number of fused multiply-adds done (2 flops each); every chain computes c = c * 1 + 0.5.
+uint64_t f32_fmas_avx512(uint64_t n_iter, float* sink);  // 16 vfmadd132ps zmm chains
+uint64_t f32_fmas_avx2(uint64_t n_iter, float* sink);    // 12 vfmadd132ps ymm chains
 
 }  // namespace ds::peak

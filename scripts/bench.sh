@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 7's table: prefill pp512, decode tg128 and 8-stream aggregate decode of the two
 # benchmark shapes (random weights, Q4_K_M, made by `ds-cli synth`), with this machine's
-# read bandwidth and int8 peak measured in the same run and the rooflines they imply.
+# read bandwidth, int8 and fp32 peaks measured in the same run and the rooflines they imply.
 #   scripts/bench.sh [extra ds-cli bench flags...]      e.g. scripts/bench.sh --profile
 # Env: THREADS (default 2), REPEATS (default 3), BATCH (default 8), PROMPT (default 512),
 #      GEN (default 128), BUILD_DIR (default build), MODELS (default "dense moe").
@@ -52,10 +52,10 @@ ref = {"dense": "${ref[dense]}".split(), "moe": "${ref[moe]}".split()}
 rows = [a.split("|", 1) for a in sys.argv[4:]]
 print(f"| model | engine | pp{prompt} t/s | tg{gen} t/s | {batch}-stream aggregate t/s | x{batch}/x1 | tg roofline | pp roofline |")
 print("|---|---|---|---|---|---|---|---|")
-bw = gops = 0
+bw = gops = gflops = 0
 for m, js in rows:
     j = json.loads(js)
-    bw, gops = j["bandwidth_gbs"], j["int8_gops"]
+    bw, gops, gflops = j["bandwidth_gbs"], j["int8_gops"], j["fp32_gflops"]
     r = ref[m]
     print(f"| {label[m]} | reference engine | {r[0]} | {r[1]} | {r[2]} | | | |")
     print(f"| {label[m]} | fastest CPU fork | {r[3]} | {r[4]} | - | | | |")
@@ -64,5 +64,6 @@ for m, js in rows:
           f"| {j['tg_tps']:.1f} ({j['tg_tps_min']:.1f}..{j['tg_tps_max']:.1f}) | {j['batch_tg_tps']:.1f} | {ratio:.2f}x "
           f"| {100*j['tg_roofline']:.0f}% ({j['bytes_per_token']/1e9:.3f} GB/token) "
           f"| {100*j['pp_roofline']:.0f}% ({j['ops_per_token']/1e9:.2f} GOP/token) |")
-print(f"\nmachine (measured in the same run): read bandwidth {bw:.1f} GB/s, int8 peak {gops:.0f} GOPS")
+print(f"\nmachine (measured in the same run): read bandwidth {bw:.1f} GB/s, int8 peak {gops:.0f} GOPS, "
+      f"fp32 FMA peak {gflops:.0f} GFLOPS")
 PY

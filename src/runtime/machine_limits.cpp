@@ -5,8 +5,8 @@
 // so on a NUMA machine its pages sit on that thread's node. The timed region is one
 // pool.run(), so barrier cost (microseconds) is included but negligible next to the
 // milliseconds a pass takes.
-// Int8 peak: kernels/peak.h loops, timed the same way, after a warm-up so the clock has
-// settled at its AVX-512 frequency.
+// Int8 and float32 peaks: kernels/peak.h loops, timed the same way, after a warm-up so the
+// clock has settled at its AVX-512 frequency.
 #include "runtime/machine_limits.h"
 
 #include <immintrin.h>
@@ -107,12 +107,15 @@ Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const Bandwidth
   return res;
 }
 
-Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts) {
-  const bool vnni = opts.allow_avx512 && cpu_has_avx512_vnni();
-  auto loop = vnni ? &peak::int8_madds_avx512_vnni : &peak::int8_madds_avx2;
+namespace {
+
+// Runs loop (returning multiply-adds done) on every thread for about
+// opts.seconds_per_repeat per repeat; 1e9 ops per second (2 per multiply-add).
+template <class Sink>
+Measurement measure_peak(ThreadPool& pool, const Int8PeakOptions& opts, uint64_t (*loop)(uint64_t, Sink*)) {
   const int nth = pool.n_threads();
   std::vector<uint64_t> madds(nth, 0);
-  std::vector<int32_t> sinks(nth, 0);
+  std::vector<Sink> sinks(nth, Sink{});
   auto pass = [&](uint64_t n_iter) {
     const auto t0 = Clock::now();
     pool.run([&](int ith, int) { madds[ith] = loop(n_iter, &sinks[ith]); });
@@ -136,10 +139,26 @@ Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts) 
     const auto [s, ops] = pass(n_iter);
     gops.push_back(ops / s / 1e9);
   }
+  return summarize(gops);
+}
+
+}  // namespace
+
+Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts) {
+  const bool vnni = opts.allow_avx512 && cpu_has_avx512_vnni();
   Int8PeakResult res;
-  res.gops = summarize(gops);
+  res.gops = measure_peak(pool, opts, vnni ? &peak::int8_madds_avx512_vnni : &peak::int8_madds_avx2);
   res.isa = vnni ? "avx512_vnni" : "avx2";
-  res.n_threads = nth;
+  res.n_threads = pool.n_threads();
+  return res;
+}
+
+Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const Int8PeakOptions& opts) {
+  const bool avx512 = opts.allow_avx512 && __builtin_cpu_supports("avx512f");
+  Fp32PeakResult res;
+  res.gflops = measure_peak(pool, opts, avx512 ? &peak::f32_fmas_avx512 : &peak::f32_fmas_avx2);
+  res.isa = avx512 ? "avx512" : "avx2";
+  res.n_threads = pool.n_threads();
   return res;
 }
 

@@ -43,10 +43,18 @@ struct Int8PeakResult {
   int n_threads = 0;
 };
 
+struct Fp32PeakResult {
+  Measurement gflops;         // 1e9 float32 flops per second (a fused multiply-add counts as 2)
+  std::string isa;            // "avx512" or "avx2"
+  int n_threads = 0;
+};
+
 // Memory read bandwidth with every thread of `pool` streaming its own slice.
 Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts = {});
 // Register-resident int8 dot products on every thread of `pool`, best ISA available.
 Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts = {});
+// Register-resident float32 FMAs on every thread of `pool` (the same options).
+Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const Int8PeakOptions& opts = {});
 
 // Whether this CPU (and OS) can run the AVX-512 VNNI loop.
 bool cpu_has_avx512_vnni();

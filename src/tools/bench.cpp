@@ -1,6 +1,7 @@
-// ds-cli bench: prefill and decode speed of a model, and this machine's two limits measured
-// in the same run (read bandwidth, int8 dot-product peak), so that results are reported as
-// fractions of the roofline rather than as bare tokens per second.
+// ds-cli bench: prefill and decode speed of a model, and this machine's limits measured in
+// the same run (read bandwidth, int8 dot-product peak; also the float32 FMA peak, the
+// roofline of attention), so that results are reported as fractions of the roofline
+// rather than as bare tokens per second.
 //   decode roofline  = tg_tps * bytes of weights read per token / bandwidth
 //                      (experts counted only in the share a token selects)
 //   prefill roofline = pp_tps * int8 ops per token / int8 peak (2 ops per multiply-add)
@@ -99,11 +100,11 @@ void usage() {
       "  --repeats R  repeats of each test; medians are reported with min..max (default 3)\n"
       "  --kv-type T  KV cache type f32|f16|bf16|q8_0 (default f16)\n"
       "  --json       one line with one JSON object (pp_tps, tg_tps, batch_tg_tps, bandwidth_gbs,\n"
-      "               int8_gops, tg_roofline, pp_roofline, ...)\n"
+      "               int8_gops, fp32_gflops, tg_roofline, pp_roofline, ...)\n"
       "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
       "               step down by stage (decode steps: mean of 8)\n"
-      "  --no-limits  skip measuring bandwidth and int8 peak (rooflines then read 0)\n"
-      "  --no-repack  keep the K-quant weights in the file's layout (as ds-server --no-repack)\n");
+      "  --no-limits  skip measuring bandwidth and the peaks (rooflines then read 0)\n"
+      "  --no-repack  keep the quantized weights in the file's layout (as ds-server --no-repack)\n");
 }
 
 int parse(const std::vector<std::string>& a, BenchArgs* b) {
@@ -256,7 +257,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
   }
 
-  double bw = 0, gops = 0;
+  double bw = 0, gops = 0, gflops = 0;
   std::string peak_isa = "-";
   if (b.limits) {
     ThreadPool pool({.n_threads = b.n_threads});
@@ -265,6 +266,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     auto pk = measure_int8_peak(pool);
     gops = pk.gops.median;
     peak_isa = pk.isa;
+    gflops = measure_fp32_peak(pool).gflops.median;
   }
   const Stats spp = stats_of(pp), stg = stats_of(tg), sbtg = stats_of(btg);
   const double tg_roof = bw > 0 ? stg.median * cost.bytes_per_token / (bw * 1e9) : 0;
@@ -274,15 +276,16 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::printf(
         "{\"model\":\"%s\",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"batch\":%d,\"pp_tps\":%.3f,"
         "\"depth\":%d,\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
-        "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"int8_gops\":%.3f,\"bytes_per_token\":%.0f,"
+        "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"int8_gops\":%.3f,\"fp32_gflops\":%.3f,\"bytes_per_token\":%.0f,"
         "\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
         escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, b.depth, spp.min,
-        spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, gops, cost.bytes_per_token, cost.ops_per_token,
+        spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, gops, gflops, cost.bytes_per_token, cost.ops_per_token,
         tg_roof, pp_roof);
   } else {
     std::printf("model: %s (%s, %s read per decoded token, %.2f GOP per prefill token)\n", b.model.c_str(),
                 e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(), cost.ops_per_token / 1e9);
-    std::printf("machine: read bandwidth %.1f GB/s, int8 peak %.0f GOPS (%s)\n", bw, gops, peak_isa.c_str());
+    std::printf("machine: read bandwidth %.1f GB/s, int8 peak %.0f GOPS (%s), fp32 FMA peak %.0f GFLOPS\n", bw, gops,
+                peak_isa.c_str(), gflops);
     std::printf("%-22s %10s %20s %10s\n", "test", "t/s", "min..max", "roofline");
     std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("pp" + std::to_string(b.n_prompt)).c_str(), spp.median,
                 spp.min, spp.max, 100 * pp_roof);

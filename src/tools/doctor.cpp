@@ -257,6 +257,9 @@ void print_measurements(int n_threads, size_t bandwidth_bytes) {
   const Int8PeakResult peak = measure_int8_peak(pool);
   std::printf("  int8 dot-product peak: %.0f GOPS (median; %.0f-%.0f; %s)\n", peak.gops.median, peak.gops.min,
               peak.gops.max, peak.isa.c_str());
+  const Fp32PeakResult fp32 = measure_fp32_peak(pool);
+  std::printf("  float32 FMA peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention)\n", fp32.gflops.median,
+              fp32.gflops.min, fp32.gflops.max, fp32.isa.c_str());
 }
 
 void print_usage() {

@@ -31,6 +31,23 @@ TEST(MachineLimits, VnniPeakLoopComputesWhatItCounts) {
   }
 }
 
+// c = c * 1 + 0.5 from c = k in every lane of chain k: k + 0.5 n after n iterations, and
+// the sum over chains and lanes is exact in float for these n.
+double fma_closed_form(int chains, int lanes, uint64_t n) {
+  return lanes * (chains * (chains - 1) / 2.0 + chains * 0.5 * static_cast<double>(n));
+}
+
+TEST(MachineLimits, Fp32PeakLoopsComputeWhatTheyCount) {
+  for (uint64_t n : {uint64_t{1}, uint64_t{1000}, uint64_t{12345}}) {
+    float sink = 0.0f;
+    EXPECT_EQ(peak::f32_fmas_avx2(n, &sink), n * 12 * 8);
+    EXPECT_EQ(static_cast<double>(sink), fma_closed_form(12, 8, n)) << "avx2 n=" << n;
+    if (!__builtin_cpu_supports("avx512f")) continue;
+    EXPECT_EQ(peak::f32_fmas_avx512(n, &sink), n * 16 * 16);
+    EXPECT_EQ(static_cast<double>(sink), fma_closed_form(16, 16, n)) << "avx512 n=" << n;
+  }
+}
+
 void expect_ordered(const Measurement& m) {
   EXPECT_GT(m.min, 0);
   EXPECT_LE(m.min, m.median);
@@ -62,6 +79,19 @@ TEST(MachineLimits, Int8PeakMeasurement) {
   EXPECT_EQ(avx2.isa, "avx2");
   std::printf("int8 peak, 2 threads: %s %.0f GOPS, avx2 %.0f GOPS\n", best.isa.c_str(), best.gops.median,
               avx2.gops.median);
+}
+
+TEST(MachineLimits, Fp32PeakMeasurement) {
+  ThreadPool pool({.n_threads = 2});
+  const Fp32PeakResult best = measure_fp32_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
+  expect_ordered(best.gflops);
+  EXPECT_EQ(best.isa, __builtin_cpu_supports("avx512f") ? "avx512" : "avx2");
+  EXPECT_EQ(best.n_threads, 2);
+  // An FMA does 2 flops per lane, a VNNI dpbusd 8 ops per lane (AVX2's int8 idiom: 64 per
+  // 3 instructions of 8 lanes): on the same core the int8 rate is the higher one.
+  const Int8PeakResult int8 = measure_int8_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
+  EXPECT_LT(best.gflops.median, int8.gops.median);
+  std::printf("fp32 FMA peak, 2 threads: %s %.0f GFLOPS\n", best.isa.c_str(), best.gflops.median);
 }
 
 }  // namespace

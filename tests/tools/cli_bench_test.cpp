@@ -35,7 +35,7 @@ TEST(CliBench, JsonHasMeasuredRatesAndLimits) {
   const auto r = run("bench --model " + model() + " -p 8 -n 4 -d 12 -t 2 --batch 2 --repeats 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = json_line(r.out);
-  for (const char* k : {"pp_tps", "tg_tps", "batch_tg_tps", "bandwidth_gbs", "int8_gops", "tg_roofline", "pp_roofline"}) {
+  for (const char* k : {"pp_tps", "tg_tps", "batch_tg_tps", "bandwidth_gbs", "int8_gops", "fp32_gflops", "tg_roofline", "pp_roofline"}) {
     ASSERT_TRUE(j.contains(k)) << k << " missing: " << j.dump();
     EXPECT_GT(j[k].get<double>(), 0.0) << k;
   }
@@ -84,7 +84,7 @@ TEST(CliDoctor, ReportsHostAndRecommendations) {
   const auto r = run("doctor");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* s : {"instruction sets:", "AVX2", "AVX-512", "AMX", "NUMA nodes:", "transparent huge pages",
-                        "read bandwidth:", "int8 dot-product peak:", "recommended ds-server flags:", "--threads",
+                        "read bandwidth:", "int8 dot-product peak:", "float32 FMA peak:", "recommended ds-server flags:", "--threads",
                         "--numa"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
