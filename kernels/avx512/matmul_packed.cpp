@@ -6,9 +6,11 @@
 // sequential stream with a software prefetch two blocks ahead (without it the packed stream
 // read 12.7 GB/s on one thread, with it 18.7; running 4 panels from 4 quarters in lockstep,
 // as the row GEMV does with rows, was slower in the engine: dense decode 25-38 vs 26-42 t/s,
-// 8-sequence aggregate 101-107 vs 137-144). One row uses fused kernels that decode the
-// quants straight into the products with 8 (Q4_K/Q5_K) or 16 (Q6_K) independent dpbusd
-// chains. More rows go to the panel kernels of matmul_panel.cpp, which read the packed form
+// 8-sequence aggregate 101-107 vs 137-144). One or two rows (most routed experts in
+// batched MoE decode) use fused kernels that decode the quants straight into the products
+// with 8 (Q4_K/Q5_K) or 16 (Q6_K) independent dpbusd chains per row. 3-8 rows unpack the
+// panel first and go to the accumulate kernels of panel_kquant.h; the 32-block types and
+// more rows go to the panel kernels of matmul_panel.cpp, which read the packed form
 // through MatmulArgs::w_panels.
 //
 // [KQUANT_EXACT]: the per-(row, token, block) integer sums and float steps are those of
@@ -28,20 +30,23 @@ namespace {
 
 constexpr int64_t kSmallMaxTok = 8;
 
-// One activation row against one packed Q4_K/Q5_K superblock of 16 rows, the quants
-// decoded straight into the products, the 8 sub-block sums as 8 independent dpbusd chains
-// (g outer; one chain per sub-block in turn ran at half the speed): the same integer sums
-// and float step as decode_quants_k4 + accumulate_k4<1>.
-template <bool kHasQh>
-[[gnu::always_inline]] inline __m512 k4_one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
+// NT (1 or 2) activation rows against one packed Q4_K/Q5_K superblock of 16 rows, the
+// quants decoded straight into the products, the 8 sub-block sums of each row as
+// independent dpbusd chains (g outer; one chain per sub-block in turn ran at half the
+// speed): the same integer sums and float step as decode_quants_k4 + accumulate_k4<NT>.
+// Two rows share each decoded register (unpacking the panel first and running the rows
+// one after the other made 2 tokens cost 1.8x one from memory).
+template <bool kHasQh, int NT>
+[[gnu::always_inline]] inline void k4_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   PanelK4 p;
   const __m512i h[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
                         _mm512_loadu_si512(blk + 192)};
   decode_scales_k4(h, p);
   constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512i s[8];
-  for (auto& x : s) x = _mm512_setzero_si512();
+  __m512i s[NT][8];
+  for (auto& st : s)
+    for (auto& x : st) x = _mm512_setzero_si512();
   for (int g = 0; g < 8; ++g) {
     __m512i hg = _mm512_setzero_si512();
     if constexpr (kHasQh) hg = _mm512_loadu_si512(blk + kQh + 64 * g);
@@ -52,15 +57,19 @@ template <bool kHasQh>
         lo = with_bit5(lo, hg, 2 * pair);
         hi = with_bit5(hi, hg, 2 * pair + 1);
       }
-      s[2 * pair] = _mm512_dpbusd_epi32(s[2 * pair], lo, bcast_dword(a.qs + 32 * (2 * pair) + 4 * g));
-      s[2 * pair + 1] = _mm512_dpbusd_epi32(s[2 * pair + 1], hi, bcast_dword(a.qs + 32 * (2 * pair + 1) + 4 * g));
+      for (int t = 0; t < NT; ++t) {
+        s[t][2 * pair] = _mm512_dpbusd_epi32(s[t][2 * pair], lo, bcast_dword(a[t]->qs + 32 * (2 * pair) + 4 * g));
+        s[t][2 * pair + 1] = _mm512_dpbusd_epi32(s[t][2 * pair + 1], hi, bcast_dword(a[t]->qs + 32 * (2 * pair + 1) + 4 * g));
+      }
     }
   }
-  __m512i sumi = _mm512_setzero_si512(), summ;
-  for (int j = 0; j < 8; ++j) sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[j], p.sc[j]));
-  const BlockQ8_K* pa = &a;
-  bsum_pair_sums<1>(p.mp, &pa, &summ);
-  return k4_block_step(acc, a.d, p, sumi, summ);
+  __m512i summ[NT];
+  bsum_pair_sums<NT>(p.mp, a, summ);
+  for (int t = 0; t < NT; ++t) {
+    __m512i sumi = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s[t][j], p.sc[j]));
+    acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi, summ[t]);
+  }
 }
 
 // The same for Q6_K (decode_q6k + accumulate_q6k<1>): 16 sub-block chains, g outer.
@@ -93,12 +102,59 @@ template <bool kHasQh>
   return _mm512_add_ps(acc, _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
 }
 
+// Two activation rows against one packed Q6_K superblock: the block's halves n = 0, 1
+// (sub-blocks 8n..8n+7, their own ql/qh bytes and scale words) one after the other, 8
+// chains per row each, so 16 accumulators live at a time. Same integer sums and float step
+// as q6k_one_token for each row.
+[[gnu::always_inline]] inline void q6k_two_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
+  __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  __m512i off[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  for (int n = 0; n < 2; ++n) {
+    __m512i s[2][8];
+    for (auto& st : s)
+      for (auto& x : st) x = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g)
+#pragma GCC unroll 8
+      for (int jj = 0; jj < 8; ++jj) {
+        const int j = 8 * n + jj, qq = (j % 8) / 2, l0 = 16 * (j % 2);
+        const __m512i ql = _mm512_loadu_si512(blk + 64 * ((64 * n + 32 * (qq % 2) + l0) / 4 + g));
+        const __m512i qh = _mm512_loadu_si512(blk + 64 * (32 + (32 * n + l0) / 4 + g));
+        const __m512i q = q6k_quant(ql, qh, qq);
+        for (int t = 0; t < 2; ++t) s[t][jj] = _mm512_dpbusd_epi32(s[t][jj], q, bcast_dword(a[t]->qs + 16 * j + 4 * g));
+      }
+    for (int k = 2 * n; k < 2 * n + 2; ++k) {
+      const __m512i scw = _mm512_loadu_si512(blk + 64 * (48 + k));
+      __m512i sc[4];
+      for (int i = 0; i < 4; ++i) {
+        sc[i] = q6k_scale(scw, i);
+        for (int t = 0; t < 2; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t][4 * (k - 2 * n) + i], sc[i]));
+      }
+      for (int hpair = 0; hpair < 2; ++hpair)
+        for (int t = 0; t < 2; ++t)
+          off[t] = _mm512_dpwssd_epi32(off[t], bcast_dword(a[t]->bsums + 2 * (2 * k + hpair)),
+                                       scale_pair(sc[2 * hpair], sc[2 * hpair + 1]));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
+  for (int t = 0; t < 2; ++t) {
+    const __m512i si = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
+    const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a[t]->d), d);
+    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
+  }
+}
+
 template <class WB, bool kHasQh>
 struct KindK4 {
   using Panel = PanelK4;
   static constexpr size_t kBlockBytes = sizeof(WB);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_k4_packed<WB, kHasQh>(blk, p); }
-  static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) { return k4_one_token<kHasQh>(blk, a, acc); }
+  static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
+    const BlockQ8_K* pa = &a;
+    k4_tokens<kHasQh, 1>(blk, &pa, &acc);
+    return acc;
+  }
+  static void two_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_tokens<kHasQh, 2>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
 };
@@ -108,13 +164,14 @@ struct KindQ6K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
   static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) { return q6k_one_token(blk, a, acc); }
+  static void two_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_two_tokens(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
 };
 
 // Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), nt <= kSmallMaxTok,
 // one panel after the other (one sequential stream) with a software prefetch two blocks
-// ahead; one activation row takes the fused kernels above.
+// ahead; one or two activation rows take the fused kernels above.
 template <class Kind>
 void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   const int64_t nt = m.n_tok, nb = m.n_in / kQK_K;
@@ -133,6 +190,10 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
       for (int64_t t = 0; t < nt; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride) + ib;
       if (nt == 1) {
         acc[0] = Kind::one_token(blk, *a[0], acc[0]);
+        continue;
+      }
+      if (nt == 2) {
+        Kind::two_tokens(blk, a, acc);
         continue;
       }
       Kind::unpack(blk, p);
