@@ -16,6 +16,7 @@
 
 #include "kernels/isa_tables.h"
 #include "kernels/ref/ref.h"
+#include "kernels/simd/attention_driver.h"
 
 namespace ds {
 namespace {
@@ -153,5 +154,17 @@ const KernelTable& kern() {
   static const KernelTable* chosen = kernel_table(chosen_isa());
   return *chosen;
 }
+
+namespace simd {
+
+size_t l1d_bytes() {
+  static const size_t bytes = [] {
+    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // glibc reads it from CPUID
+    return v > 0 ? static_cast<size_t>(v) : size_t{32768};
+  }();
+  return bytes;
+}
+
+}  // namespace simd
 
 }  // namespace ds
