@@ -96,10 +96,7 @@ template <bool kHasQh, int NT>
     for (int hpair = 0; hpair < 2; ++hpair)
       off = _mm512_dpwssd_epi32(off, bcast_dword(a.bsums + 2 * (2 * k + hpair)), scale_pair(sc[2 * hpair], sc[2 * hpair + 1]));
   }
-  const __m512i si = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, 5));
-  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
-  const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a.d), d);
-  return _mm512_add_ps(acc, _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
+  return q6k_block_step(acc, a.d, q6k_block_d(blk), sumi, off);
 }
 
 // Two activation rows against one packed Q6_K superblock: the block's halves n = 0, 1
@@ -136,12 +133,8 @@ template <bool kHasQh, int NT>
                                        scale_pair(sc[2 * hpair], sc[2 * hpair + 1]));
     }
   }
-  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
-  for (int t = 0; t < 2; ++t) {
-    const __m512i si = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
-    const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a[t]->d), d);
-    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
-  }
+  const __m512 d = q6k_block_d(blk);
+  for (int t = 0; t < 2; ++t) acc[t] = q6k_block_step(acc[t], a[t]->d, d, sumi[t], off[t]);
 }
 
 template <class WB, bool kHasQh>

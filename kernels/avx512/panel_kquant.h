@@ -322,14 +322,27 @@ inline void unpack_q6k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
              _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16))), p);
 }
 
+// The 16 rows' block scales d of a packed Q6_K block (after its 52 dwords).
+inline __m512 q6k_block_d(const uint8_t* blk) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
+}
+
 // Packed (repack.h): dwords 0-31 ql, 32-47 qh, 48-51 scales, then the 16 rows' d (2 bytes each).
 inline void unpack_q6k_packed(const uint8_t* blk, PanelQ6K& p) {
   static_assert(offsetof(BlockQ6_K, qh) == 128 && offsetof(BlockQ6_K, scales) == 192 && offsetof(BlockQ6_K, d) == 208);
   const __m512i scw[4] = {_mm512_loadu_si512(blk + 64 * 48), _mm512_loadu_si512(blk + 64 * 49),
                           _mm512_loadu_si512(blk + 64 * 50), _mm512_loadu_si512(blk + 64 * 51)};
-  const __m256i d16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52));
   decode_q6k([&](int k) { return _mm512_loadu_si512(blk + 64 * k); },
-             [&](int k) { return _mm512_loadu_si512(blk + 64 * (32 + k)); }, scw, _mm512_cvtph_ps(d16), p);
+             [&](int k) { return _mm512_loadu_si512(blk + 64 * (32 + k)); }, scw, q6k_block_d(blk), p);
+}
+
+// The reference's float step of one Q6_K block, one lane per row ([KQUANT_EXACT]): sumi =
+// the scaled sub-block sums of the unsigned 6-bit quants, off = their scaled bsums (the
+// -32 offset, applied as off << 5), d = the rows' block scales, ad = the token's d.
+inline __m512 q6k_block_step(__m512 acc, float ad, __m512 d, __m512i sumi, __m512i off) {
+  const __m512i si = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, 5));
+  const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(ad), d);
+  return _mm512_add_ps(acc, _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
 }
 
 template <int NT>
@@ -338,11 +351,7 @@ template <int NT>
   for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
   scaled_sub_block_sums<NT, 16, 4, 16>(p, a, sumi);
   bsum_pair_sums<NT>(p.sp, a, off);
-  for (int t = 0; t < NT; ++t) {
-    const __m512i si = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
-    const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(a[t]->d), p.d);
-    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = q6k_block_step(acc[t], a[t]->d, p.d, sumi[t], off[t]);
 }
 
 }  // namespace ds::avx512

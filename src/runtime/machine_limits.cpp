@@ -112,7 +112,7 @@ namespace {
 // Runs loop (returning multiply-adds done) on every thread for about
 // opts.seconds_per_repeat per repeat; 1e9 ops per second (2 per multiply-add).
 template <class Sink>
-Measurement measure_peak(ThreadPool& pool, const Int8PeakOptions& opts, uint64_t (*loop)(uint64_t, Sink*)) {
+Measurement measure_peak(ThreadPool& pool, const PeakOptions& opts, uint64_t (*loop)(uint64_t, Sink*)) {
   const int nth = pool.n_threads();
   std::vector<uint64_t> madds(nth, 0);
   std::vector<Sink> sinks(nth, Sink{});
@@ -144,7 +144,7 @@ Measurement measure_peak(ThreadPool& pool, const Int8PeakOptions& opts, uint64_t
 
 }  // namespace
 
-Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts) {
+Int8PeakResult measure_int8_peak(ThreadPool& pool, const PeakOptions& opts) {
   const bool vnni = opts.allow_avx512 && cpu_has_avx512_vnni();
   Int8PeakResult res;
   res.gops = measure_peak(pool, opts, vnni ? &peak::int8_madds_avx512_vnni : &peak::int8_madds_avx2);
@@ -153,7 +153,7 @@ Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts) 
   return res;
 }
 
-Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const Int8PeakOptions& opts) {
+Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts) {
   const bool avx512 = opts.allow_avx512 && __builtin_cpu_supports("avx512f");
   Fp32PeakResult res;
   res.gflops = measure_peak(pool, opts, avx512 ? &peak::f32_fmas_avx512 : &peak::f32_fmas_avx2);

@@ -31,10 +31,11 @@ struct BandwidthResult {
   int streams_per_thread = 0;
 };
 
-struct Int8PeakOptions {
+// The int8 and float32 peak measurements.
+struct PeakOptions {
   double seconds_per_repeat = 0.05;
   int repeats = 5;
-  bool allow_avx512 = true;   // false: measure the AVX2 loop even where VNNI exists
+  bool allow_avx512 = true;   // false: measure the AVX2 loop even where AVX-512 exists
 };
 
 struct Int8PeakResult {
@@ -52,9 +53,9 @@ struct Fp32PeakResult {
 // Memory read bandwidth with every thread of `pool` streaming its own slice.
 Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts = {});
 // Register-resident int8 dot products on every thread of `pool`, best ISA available.
-Int8PeakResult measure_int8_peak(ThreadPool& pool, const Int8PeakOptions& opts = {});
+Int8PeakResult measure_int8_peak(ThreadPool& pool, const PeakOptions& opts = {});
 // Register-resident float32 FMAs on every thread of `pool` (the same options).
-Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const Int8PeakOptions& opts = {});
+Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts = {});
 
 // Whether this CPU (and OS) can run the AVX-512 VNNI loop.
 bool cpu_has_avx512_vnni();
