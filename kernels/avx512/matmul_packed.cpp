@@ -6,9 +6,11 @@
 // sequential stream with a software prefetch two blocks ahead (without it the packed stream
 // read 12.7 GB/s on one thread, with it 18.7; running 4 panels from 4 quarters in lockstep,
 // as the row GEMV does with rows, was slower in the engine: dense decode 25-38 vs 26-42 t/s,
-// 8-sequence aggregate 101-107 vs 137-144). One or two rows (most routed experts in
-// batched MoE decode) use fused kernels that decode the quants straight into the products
-// with 8 (Q4_K/Q5_K) or 16 (Q6_K) independent dpbusd chains per row. 3-8 rows unpack the
+// 8-sequence aggregate 101-107 vs 137-144; without the software prefetch, 1, 2 or 4
+// panels in lockstep all read 0.4-0.5x as much from memory on this VM, session 5). One or
+// two rows (most routed experts in batched MoE decode) use fused kernels that decode the
+// quants straight into the products, reading each superblock's lines in address order.
+// 3-8 rows unpack the
 // panel first and go to the accumulate kernels of panel_kquant.h; the 32-block types and
 // more rows go to the panel kernels of matmul_panel.cpp, which read the packed form
 // through MatmulArgs::w_panels.
