@@ -9,11 +9,10 @@
 // 8-sequence aggregate 101-107 vs 137-144; without the software prefetch, 1, 2 or 4
 // panels in lockstep all read 0.4-0.5x as much from memory on this VM, session 5). One or
 // two rows (most routed experts in batched MoE decode) use fused kernels that decode the
-// quants straight into the products, reading each superblock's lines in address order.
-// 3-8 rows unpack the
-// panel first and go to the accumulate kernels of panel_kquant.h; the 32-block types and
-// more rows go to the panel kernels of matmul_panel.cpp, which read the packed form
-// through MatmulArgs::w_panels.
+// quants straight into the products, reading each superblock's lines in address order;
+// 3-8 rows unpack the panel first and go to the accumulate kernels of panel_kquant.h. The
+// 32-block types and more rows go to the panel kernels of matmul_panel.cpp, which read the
+// packed form through MatmulArgs::w_panels.
 //
 // [KQUANT_EXACT]: the per-(row, token, block) integer sums and float steps are those of
 // the unpacked panels, so results are bit-identical to kernels/ref whichever path, token
