@@ -1,7 +1,8 @@
 // Register-resident int8 dot-product loops that measure how many int8 multiply-adds a
 // core can retire per second (the compute roofline that `ds-cli bench` and `ds-cli
-// doctor` report prefill against), and float32 FMA loops (attention's roofline). Independent accumulator chains hide the instruction
-// latency, so the loop is bound by throughput alone; nothing touches memory.
+// doctor` report prefill against), and float32 FMA loops (attention's roofline).
+// Independent accumulator chains hide the instruction latency, so the loop is bound by
+// throughput alone; nothing touches memory.
 // One file per ISA (avx512/peak_vnni.cpp, avx2/peak_avx2.cpp); the caller picks one
 // after checking CPUID (src/runtime/machine_limits.cpp).
 #pragma once

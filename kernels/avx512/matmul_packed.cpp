@@ -128,12 +128,8 @@ struct KindK4 {
   using Panel = PanelK4;
   static constexpr size_t kBlockBytes = sizeof(WB);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_k4_packed<WB, kHasQh>(blk, p); }
-  static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
-    const BlockQ8_K* pa = &a;
-    k4_tokens<kHasQh, 1>(blk, &pa, &acc);
-    return acc;
-  }
-  static void two_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_tokens<kHasQh, 2>(blk, a, acc); }
+  template <int NT>
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_tokens<kHasQh, NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
 };
@@ -142,12 +138,8 @@ struct KindQ6K {
   using Panel = PanelQ6K;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
-  static __m512 one_token(const uint8_t* blk, const BlockQ8_K& a, __m512 acc) {
-    const BlockQ8_K* pa = &a;
-    q6k_tokens<1>(blk, &pa, &acc);
-    return acc;
-  }
-  static void two_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<2>(blk, a, acc); }
+  template <int NT>
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
 };
@@ -172,11 +164,11 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
       for (size_t o = 0; o < kPanelRows * Kind::kBlockBytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
       for (int64_t t = 0; t < nt; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride) + ib;
       if (nt == 1) {
-        acc[0] = Kind::one_token(blk, *a[0], acc[0]);
+        Kind::template fused<1>(blk, a, acc);
         continue;
       }
       if (nt == 2) {
-        Kind::two_tokens(blk, a, acc);
+        Kind::template fused<2>(blk, a, acc);
         continue;
       }
       Kind::unpack(blk, p);
