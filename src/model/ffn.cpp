@@ -28,16 +28,15 @@ void dense_ffn(ForwardCtx& ctx, ActRows& a, const Mat& gate, const Mat& up, cons
   const int64_t T = a.n_rows(), F = gate.n_out;
   float* g = ctx.arena.alloc<float>(T * F);
   float* u = ctx.arena.alloc<float>(T * F);
-  {  // gate and up in one parallel pass over the once-quantized rows: one synchronization
+  {  // gate, up and silu(gate) * up in one parallel pass over the once-quantized rows
     size_t sg = 0, su = 0;
     const void* ag = a.get(gate.type, &sg);
     const void* au = a.get(up.type, &su);
-    const MatJob jobs[2] = {{gate, ag, sg, T, g, F}, {up, au, su, T, u, F}};
+    const MatJob job = gated_job(gate, ag, sg, up, au, su, T, g, u, F);
     const size_t mark = ctx.arena.mark();
-    ctx.matmul_jobs(jobs, 2);
+    ctx.matmul_jobs(&job, 1);
     ctx.arena.reset(mark);
   }
-  ctx.parallel_for(T, [&](int64_t t0, int64_t t1) { ctx.kt.silu_mul(g + t0 * F, u + t0 * F, g + t0 * F, (t1 - t0) * F); });
   ActRows b(ctx, g, T, F, F);
   matmul(ctx, down, b, out, down.n_out);
 }
@@ -139,24 +138,22 @@ struct SharedRows {
   int64_t F = 0;
 };
 
-// Adds the shared experts' gate and up products over x (unsorted rows) to `jobs`.
-int shared_gate_up_jobs(ForwardCtx& ctx, const LayerWeights& lw, ActRows& ax, SharedRows* sh, float** su,
-                        MatJob* jobs) {
+// The shared experts' gated gate/up job over x (unsorted rows) into `job`; 0 without them.
+int shared_gate_up_job(ForwardCtx& ctx, const LayerWeights& lw, ActRows& ax, SharedRows* sh, MatJob* job) {
   if (!lw.gate_shexp) return 0;
   const int64_t T = ax.n_rows();
   sh->F = lw.gate_shexp.n_out;
   sh->g = ctx.arena.alloc<float>(T * sh->F);
-  *su = ctx.arena.alloc<float>(T * sh->F);
+  float* su = ctx.arena.alloc<float>(T * sh->F);
   size_t sg = 0, sb = 0;
   const void* ag = ax.get(lw.gate_shexp.type, &sg);
   const void* au = ax.get(lw.up_shexp.type, &sb);
-  jobs[0] = MatJob{lw.gate_shexp, ag, sg, T, sh->g, sh->F};
-  jobs[1] = MatJob{lw.up_shexp, au, sb, T, *su, sh->F};
-  return 2;
+  *job = gated_job(lw.gate_shexp, ag, sg, lw.up_shexp, au, sb, T, sh->g, su, sh->F);
+  return 1;
 }
 
-// silu(gate x) * up x for every sorted (token, slot) row: [TK][Fe]; the shared experts'
-// gate and up run in the same parallel pass (one synchronization for all of them).
+// silu(gate x) * up x for every sorted (token, slot) row: [TK][Fe]; one gated job per
+// active expert, and the shared experts' in the same parallel pass (one synchronization).
 float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int K, ActRows& ax,
                        MatJob* jobs, SharedRows* sh) {
   Arena& ar = ctx.arena;
@@ -173,16 +170,15 @@ float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r
   }
   float* G = ar.alloc<float>(TK * Fe);
   float* U = ar.alloc<float>(TK * Fe);
-  int n = expert_jobs(lw.gate_exps, r, X, gx_g, rb_g, G, Fe, jobs);
-  n += expert_jobs(lw.up_exps, r, X, gx_u, rb_u, U, Fe, jobs + n);
-  float* su = nullptr;
-  n += shared_gate_up_jobs(ctx, lw, ax, sh, &su, jobs + n);
-  ctx.matmul_jobs(jobs, n);
-  ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) { ctx.kt.silu_mul(G + i0 * Fe, U + i0 * Fe, G + i0 * Fe, (i1 - i0) * Fe); });
-  if (sh->g) {
-    const int64_t T = ax.n_rows(), F = sh->F;
-    ctx.parallel_for(T, [&](int64_t t0, int64_t t1) { ctx.kt.silu_mul(sh->g + t0 * F, su + t0 * F, sh->g + t0 * F, (t1 - t0) * F); });
+  int n = 0;
+  for (int e = 0; e < X; ++e) {
+    const int64_t s = r.start[e], m = r.start[e + 1] - s;
+    if (m > 0)
+      jobs[n++] = gated_job(lw.gate_exps.at(e), gx_g + static_cast<size_t>(s) * rb_g, rb_g, lw.up_exps.at(e),
+                            gx_u + static_cast<size_t>(s) * rb_u, rb_u, m, G + s * Fe, U + s * Fe, Fe);
   }
+  n += shared_gate_up_job(ctx, lw, ax, sh, jobs + n);
+  ctx.matmul_jobs(jobs, n);
   return G;
 }
 

@@ -142,7 +142,25 @@ struct MatJob {
   int64_t n_tok = 0;
   float* out = nullptr;
   int64_t out_stride = 0;      // elements
+  // Optional gated partner (the up matrix of a SwiGLU FFN, same n_in and n_out as w):
+  // up over up_act into up_out (same strides as out), and then, by the thread that
+  // computed both row blocks, out = silu(out) * up_out on those rows.
+  Mat up{};
+  const void* up_act = nullptr;
+  size_t up_act_stride = 0;
+  float* up_out = nullptr;
 };
+
+// A gated pair: gate over act_g into out, up over act_u into up_out, then out = silu(out) * up_out.
+inline MatJob gated_job(const Mat& gate, const void* act_g, size_t stride_g, const Mat& up, const void* act_u,
+                        size_t stride_u, int64_t n_tok, float* out, float* up_out, int64_t out_stride) {
+  MatJob j{gate, act_g, stride_g, n_tok, out, out_stride};
+  j.up = up;
+  j.up_act = act_u;
+  j.up_act_stride = stride_u;
+  j.up_out = up_out;
+  return j;
+}
 
 struct ForwardCtx {
   const KernelTable& kt;
@@ -209,8 +227,12 @@ struct ForwardCtx {
   // already in vec_dot_type(w.type) with rows act_stride bytes apart.
   void matmul(const Mat& w, const void* act, size_t act_stride, int64_t n_tok, float* out, int64_t out_stride);
   // All jobs in one parallel pass: each job's rows are cut into blocks that threads take
-  // dynamically, so many small products (experts, heads) cost one synchronization.
+  // dynamically, so many small products (experts, heads) cost one synchronization. Gated
+  // jobs of fewer than kGatedMinTok rows run as two plain jobs of that pass and get their
+  // silu(gate) * up in a second, short pass (forward.cpp).
   void matmul_jobs(const MatJob* jobs, int n_jobs);
+  // The single pass of matmul_jobs, gated jobs fused per row block.
+  void matmul_pass(const MatJob* jobs, int n_jobs);
   // Quantizes n_rows rows of n floats (x_stride apart) into `type` rows (dst_stride bytes apart).
   void quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n, uint8_t* dst,
                      size_t dst_stride);
