@@ -45,10 +45,8 @@ constexpr int64_t kSmallMaxTok = 8;
 template <bool kHasQh, int NT>
 [[gnu::always_inline]] inline void k4_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   PanelK4 p;
-  const __m512i h[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
-                        _mm512_loadu_si512(blk + 192)};
-  decode_scales_k4(h, p);
-  constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
+  packed_k4_scales(blk, p);
+  constexpr size_t kQh = kPackedK4Qh, kQs = kPackedK4Qs<kHasQh>;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i sumi[NT];
   for (auto& x : sumi) x = _mm512_setzero_si512();
@@ -138,10 +136,8 @@ template <bool kHasQh>
 [[gnu::always_inline]] inline void k4_rows8(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   constexpr int NT = 8;
   PanelK4 p;  // scales only
-  const __m512i h[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
-                        _mm512_loadu_si512(blk + 192)};
-  decode_scales_k4(h, p);
-  constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
+  packed_k4_scales(blk, p);
+  constexpr size_t kQh = kPackedK4Qh, kQs = kPackedK4Qs<kHasQh>;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i sumi[NT];
   for (auto& x : sumi) x = _mm512_setzero_si512();

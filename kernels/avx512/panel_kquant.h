@@ -182,13 +182,23 @@ inline void unpack_k4_rows(const uint8_t* row0, size_t stride, PanelK4& p) {
 }
 
 // ... or from its packed form (kernels/quant/repack.h): dword k of row r at 64 * k + 4 * r.
-template <class WB, bool kHasQh>
-inline void unpack_k4_packed(const uint8_t* blk, PanelK4& p) {
+// Q4_K: d|dmin, scales[12], qs[128]; Q5_K: d|dmin, scales[12], qh[32], qs[128]: the packed
+// qh lines start at kPackedK4Qh, the qs lines at kPackedK4Qs<kHasQh>.
+constexpr size_t kPackedK4Qh = 16 / 4 * 64;
+template <bool kHasQh>
+constexpr size_t kPackedK4Qs = (kHasQh ? 48 : 16) / 4 * 64;
+
+// Scales, mins and block scales of a packed Q4_K/Q5_K superblock's 16 rows (its first 4 lines).
+inline void packed_k4_scales(const uint8_t* blk, PanelK4& p) {
   const __m512i h[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
                         _mm512_loadu_si512(blk + 192)};
   decode_scales_k4(h, p);
-  // Q4_K: d|dmin, scales[12], qs[128]; Q5_K: d|dmin, scales[12], qh[32], qs[128].
-  constexpr size_t kQh = 16 / 4 * 64, kQs = (kHasQh ? 48 : 16) / 4 * 64;
+}
+
+template <class WB, bool kHasQh>
+inline void unpack_k4_packed(const uint8_t* blk, PanelK4& p) {
+  packed_k4_scales(blk, p);
+  constexpr size_t kQh = kPackedK4Qh, kQs = kPackedK4Qs<kHasQh>;
   static_assert(offsetof(WB, qs) / 4 * 64 == kQs);
   decode_quants_k4<kHasQh>([&](int k) { return _mm512_loadu_si512(blk + kQs + 64 * k); },
                            [&](int k) { return _mm512_loadu_si512(blk + kQh + 64 * k); }, p);
