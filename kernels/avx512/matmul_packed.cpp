@@ -10,9 +10,9 @@
 // panels in lockstep all read 0.4-0.5x as much from memory on this VM, session 5). One or
 // two rows (most routed experts in batched MoE decode) use fused kernels that decode the
 // quants straight into the products, reading each superblock's lines in address order;
-// eight rows of Q4_K/Q5_K decode one sub-block pair at a time into registers (k4_rows8);
-// 3-7 rows, and 8 of Q6_K, unpack the panel first and go to the accumulate kernels of
-// panel_kquant.h. The
+// 3-8 rows of Q4_K/Q5_K take k4_rows (4 or 8 rows decoding one sub-block pair at a time
+// into registers) and the one- and two-row kernels for the rest; 3-8 rows of Q6_K unpack
+// the panel first and go to the accumulate kernels of panel_kquant.h. The
 // 32-block types and more rows go to the panel kernels of matmul_panel.cpp, which read the
 // packed form through MatmulArgs::w_panels.
 //
@@ -123,18 +123,17 @@ template <int NT>
   for (int t = 0; t < NT; ++t) acc[t] = q6k_block_step(acc[t], a[t]->d, d, sumi[t], off[t]);
 }
 
-// Eight activation rows (8-sequence batched decode) against one packed Q4_K/Q5_K
-// superblock: each sub-block pair's 8 quant lines are decoded into 16 registers and used by
-// all rows at once, instead of unpacking the whole superblock into a PanelK4 in memory and
-// reading it back (decode_quants_k4 + accumulate_k4<8>: the same integer sums per
-// sub-block, the same float step). The rolled unpack loop and its 64 stores were ~22% of
-// the 8-row path's samples. Measured in the engine, dense model, 8 sequences, binaries
-// alternated: ffn_dense per step 32.5/34.3/35.0/31.6 -> 29.8/29.0/28.0/29.9 ms; aggregate
-// decode ratios 0.91-1.16, median 1.035 over 8 rounds. The Q6_K counterpart read 0.8-1.1x
-// and was not kept.
-template <bool kHasQh>
-[[gnu::always_inline]] inline void k4_rows8(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
-  constexpr int NT = 8;
+// NT (4 or 8) activation rows (batched decode) against one packed Q4_K/Q5_K superblock:
+// each sub-block pair's 8 quant lines are decoded into 16 registers and used by all rows at
+// once, instead of unpacking the whole superblock into a PanelK4 in memory and reading it
+// back (decode_quants_k4 + accumulate_k4<NT>: the same integer sums per sub-block, the same
+// float step). The rolled unpack loop and its 64 stores were ~22% of the 8-row path's
+// samples. Measured in the engine, dense model, binaries alternated: 8 sequences, ffn_dense
+// per step 32.5/34.3/35.0/31.6 -> 29.8/29.0/28.0/29.9 ms, aggregate ratios median 1.035
+// over 8 rounds; 3-7 rows as 4 + 2 + 1 (with the one- and two-row kernels), 4 sequences
+// 1.16-1.17x and 6 sequences 1.09-1.16x. The Q6_K counterpart read 0.8-1.1x and was not kept.
+template <bool kHasQh, int NT>
+[[gnu::always_inline]] inline void k4_rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   PanelK4 p;  // scales only
   packed_k4_scales(blk, p);
   constexpr size_t kQh = kPackedK4Qh, kQs = kPackedK4Qs<kHasQh>;
@@ -182,7 +181,8 @@ struct KindK4 {
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
   static constexpr bool kFused8 = true;
-  static void fused8(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows8<kHasQh>(blk, a, acc); }
+  static void fused8(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, 8>(blk, a, acc); }
+  static void fused4(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, 4>(blk, a, acc); }
 };
 
 struct KindQ6K {
@@ -195,13 +195,14 @@ struct KindQ6K {
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
   static constexpr bool kFused8 = false;
   static void fused8(const uint8_t*, const BlockQ8_K* const*, __m512*) {}
+  static void fused4(const uint8_t*, const BlockQ8_K* const*, __m512*) {}
 };
 
 // Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), nt <= kSmallMaxTok,
 // one panel after the other (one sequential stream) with a software prefetch two blocks
-// ahead; one or two activation rows take the fused kernels above, eight rows of Q4_K/Q5_K
-// k4_rows8.
-template <class Kind>
+// ahead; one or two activation rows take the fused kernels above, more rows of Q4_K/Q5_K
+// k4_rows (3-7 rows only where kMidRows, see small_batch_dispatch).
+template <class Kind, bool kMidRows = false>
 void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   const int64_t nt = m.n_tok, nb = m.n_in / kQK_K;
   const auto* act = static_cast<const uint8_t*>(m.act);
@@ -227,6 +228,19 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
       }
       if (Kind::kFused8 && nt == 8) {
         Kind::fused8(blk, a, acc);
+        continue;
+      }
+      if constexpr (kMidRows) {  // 3-7 rows: 4 + 2 + 1 of them, never unpacked
+        int64_t t = 0;
+        if (nt >= 4) {
+          Kind::fused4(blk, a, acc);
+          t = 4;
+        }
+        if (nt - t >= 2) {
+          Kind::template fused<2>(blk, a + t, acc + t);
+          t += 2;
+        }
+        if (t < nt) Kind::template fused<1>(blk, a + t, acc + t);
         continue;
       }
       Kind::unpack(blk, p);
@@ -256,9 +270,14 @@ void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
 }
 
 void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  // 3-7 rows of Q4_K/Q5_K in their own instantiation: with that branch in the same loop the
+  // 8-row path read 0.79-0.98x (10 alternations), the 1-, 2- and 8-row code stays as it was.
+  const bool mid = m.n_tok >= 3 && m.n_tok <= 7;
   switch (m.wtype) {
-    case GgmlType::Q4_K: return small_batch<KindK4<BlockQ4_K, false>>(m, pb, pe);
-    case GgmlType::Q5_K: return small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
+    case GgmlType::Q4_K:
+      return mid ? small_batch<KindK4<BlockQ4_K, false>, true>(m, pb, pe) : small_batch<KindK4<BlockQ4_K, false>>(m, pb, pe);
+    case GgmlType::Q5_K:
+      return mid ? small_batch<KindK4<BlockQ5_K, true>, true>(m, pb, pe) : small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
     case GgmlType::Q8_0: case GgmlType::Q5_0: return small_batch32(m, pb, pe);
     default: return;
