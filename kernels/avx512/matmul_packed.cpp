@@ -180,9 +180,9 @@ struct KindK4 {
   static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_tokens<kHasQh, NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
-  static constexpr bool kFused8 = true;
-  static void fused8(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, 8>(blk, a, acc); }
-  static void fused4(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, 4>(blk, a, acc); }
+  static constexpr bool kFusedRows = true;  // 4 and 8 rows: k4_rows
+  template <int NT>
+  static void rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, NT>(blk, a, acc); }
 };
 
 struct KindQ6K {
@@ -193,9 +193,7 @@ struct KindQ6K {
   static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
-  static constexpr bool kFused8 = false;
-  static void fused8(const uint8_t*, const BlockQ8_K* const*, __m512*) {}
-  static void fused4(const uint8_t*, const BlockQ8_K* const*, __m512*) {}
+  static constexpr bool kFusedRows = false;  // 3-8 rows unpack (k4_rows' Q6_K form did not help)
 };
 
 // Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), nt <= kSmallMaxTok,
@@ -226,14 +224,16 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
         Kind::template fused<2>(blk, a, acc);
         continue;
       }
-      if (Kind::kFused8 && nt == 8) {
-        Kind::fused8(blk, a, acc);
-        continue;
+      if constexpr (Kind::kFusedRows) {
+        if (nt == 8) {
+          Kind::template rows<8>(blk, a, acc);
+          continue;
+        }
       }
       if constexpr (kMidRows) {  // 3-7 rows: 4 + 2 + 1 of them, never unpacked
         int64_t t = 0;
         if (nt >= 4) {
-          Kind::fused4(blk, a, acc);
+          Kind::template rows<4>(blk, a, acc);
           t = 4;
         }
         if (nt - t >= 2) {

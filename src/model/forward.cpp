@@ -123,33 +123,27 @@ void ForwardCtx::matmul_pass(const MatJob* jobs, int n_jobs) {
       // GEMV spreads over 4 sequential streams (kernels/avx512/matmul_gemv.cpp). Prefill
       // items stay one per call (panel kernels keep their activation chunk hot per item).
       const int64_t n_run = job.n_tok < 8 ? std::min(i1, first[k + 1]) - i : 1;
-      MatmulArgs a{.wtype = job.w.type,
-                   .w = job.w.data,
-                   .w_row_stride = job.w.row_stride,
-                   .n_in = job.w.n_in,
+      const int64_t r1 = std::min(r0 + n_run * rows, job.w.n_out);
+      auto product = [&](const Mat& w, const void* act, size_t act_stride, float* out) {
+        kt.matmul({.wtype = w.type,
+                   .w = w.data,
+                   .w_row_stride = w.row_stride,
+                   .n_in = w.n_in,
                    .row_begin = r0,
-                   .row_end = std::min(r0 + n_run * rows, job.w.n_out),
-                   .act = job.act,
-                   .act_row_stride = job.act_stride,
+                   .row_end = r1,
+                   .act = act,
+                   .act_row_stride = act_stride,
                    .n_tok = job.n_tok,
-                   .out = job.out,
+                   .out = out,
                    .out_stride = job.out_stride,
-                   .w_panels = job.w.panels};
-      kt.matmul(a);
+                   .w_panels = w.panels});
+      };
+      product(job.w, job.act, job.act_stride, job.out);
       if (job.up) {  // the gated partner over the same rows, then silu(gate) * up in place
-        MatmulArgs b = a;
-        b.wtype = job.up.type;
-        b.w = job.up.data;
-        b.w_row_stride = job.up.row_stride;
-        b.act = job.up_act;
-        b.act_row_stride = job.up_act_stride;
-        b.out = job.up_out;
-        b.w_panels = job.up.panels;
-        kt.matmul(b);
-        const int64_t n = a.row_end - a.row_begin;
+        product(job.up, job.up_act, job.up_act_stride, job.up_out);
         for (int64_t t = 0; t < job.n_tok; ++t) {
-          float* g = job.out + t * job.out_stride + a.row_begin;
-          kt.silu_mul(g, job.up_out + t * job.out_stride + a.row_begin, g, n);
+          float* g = job.out + t * job.out_stride + r0;
+          kt.silu_mul(g, job.up_out + t * job.out_stride + r0, g, r1 - r0);
         }
       }
       i += n_run;
