@@ -23,7 +23,8 @@ namespace {
 
 struct CpuFeatures {
   bool avx2 = false;      // AVX2 + FMA + F16C + BMI2, YMM state enabled
-  bool avx512 = false;    // F/BW/VL/DQ + VNNI + BF16, opmask/ZMM state enabled
+  bool avx512 = false;    // F/BW/VL/DQ + VNNI, opmask/ZMM state enabled
+  bool avx512_bf16 = false;  // AVX512_BF16 as well (not on Ice Lake / Cascade Lake Xeons)
   bool amx = false;       // AMX tile + int8 + bf16, tile data permitted by the OS
 };
 
@@ -61,7 +62,8 @@ CpuFeatures detect() {
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   const bool avx512bf16 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5));
   f.avx2 = ymm_state && avx2 && fma && f16c && bmi2;
-  f.avx512 = f.avx2 && zmm_state && avx512f && avx512dq && avx512bw && avx512vl && vnni && avx512bf16;
+  f.avx512 = f.avx2 && zmm_state && avx512f && avx512dq && avx512bw && avx512vl && vnni;
+  f.avx512_bf16 = f.avx512 && avx512bf16;
   f.amx = f.avx512 && tile_state && amx_tile && amx_int8 && amx_bf16 && request_amx_permission();
   return f;
 }
@@ -70,6 +72,7 @@ struct Tables {
   KernelTable t[4]{};
   bool usable[4] = {false, false, false, false};
   Isa best = Isa::kRef;
+  KernelTable avx512_without_bf16{};  // what a CPU without AVX512_BF16 runs, for tests
 
   Tables() {
     const CpuFeatures f = detect();
@@ -81,12 +84,13 @@ struct Tables {
       best = Isa::kAvx2;
     }
     if (f.avx512) {
-      t[2] = avx512_table();
+      t[2] = avx512_table(f.avx512_bf16);
       usable[2] = true;
       best = Isa::kAvx512;
+      avx512_without_bf16 = avx512_table(false);
     }
     if (f.amx) {
-      t[3] = avx512_table();
+      t[3] = avx512_table(f.avx512_bf16);
       t[3].isa = Isa::kAmx;
       usable[3] = true;
       best = Isa::kAmx;
@@ -149,6 +153,10 @@ const KernelTable* kernel_table(Isa isa) {
 }
 
 Isa best_isa() { return tables().best; }
+
+const KernelTable* kernel_table_without_bf16() {
+  return tables().usable[2] ? &tables().avx512_without_bf16 : nullptr;
+}
 
 const KernelTable& kern() {
   static const KernelTable* chosen = kernel_table(chosen_isa());

@@ -182,6 +182,9 @@ const KernelTable& kern();
 // The table for a given ISA, or nullptr when the CPU (or OS) cannot run it. For tests.
 const KernelTable* kernel_table(Isa isa);
 Isa best_isa();
+// The AVX-512 table as a CPU without AVX512_BF16 gets it (BF16 weights widened to float),
+// or nullptr when AVX-512 is not usable. For tests on hosts that have the extension.
+const KernelTable* kernel_table_without_bf16();
 
 // Dequantize one row of n elements of any weight type to float (reference path).
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);

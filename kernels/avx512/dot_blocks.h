@@ -1,4 +1,4 @@
-// AVX-512 (BW/VL, VNNI, BF16) block dot products: one small struct per weight type that
+// AVX-512 (BW/VL, VNNI) block dot products: one small struct per weight type that
 // unpacks a weight block into registers once (`unpack`) and multiplies the unpacked block
 // with one activation block (`accumulate`), so the matmul tile loop (matmul.cpp) can reuse
 // an unpacked block for several activation rows (STYLE.md habit 4).
@@ -96,7 +96,7 @@ struct DotQ4K {
       u.q[2 * h + 1] = _mm512_shuffle_i64x2(lo, hi, 0xEE);
     }
   }
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     unpack_nibbles(b.qs, u);
     unpack_scales(b.scales, b.d, b.dmin, u);
   }
@@ -118,7 +118,7 @@ struct DotQ4K {
 
 struct DotQ5K : DotQ4K {
   using WBlock = BlockQ5_K;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     unpack_nibbles(b.qs, u);
     // 5th bit of element 64p + l is bit 2p of qh[l], of element 64p + 32 + l bit 2p + 1.
     const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
@@ -171,7 +171,7 @@ struct DotOffsetK {
 struct DotQ6K : DotOffsetK<5> {
   using WBlock = BlockQ6_K;
 
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
     const __m512i sh_lo = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
     const __m512i sh_hi = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(6));
@@ -204,7 +204,7 @@ inline __m512i crumbs(const uint8_t* qs, int k) {
 // Q4_K (mins through bsums), with 16 scales instead of 8.
 struct DotQ2K : DotQ4K {
   using WBlock = BlockQ2_K;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     for (int k = 0; k < 4; ++k) u.q[k] = crumbs(b.qs, k);
     const __m256i sm = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     const __m512i sc = _mm512_castsi256_si512(_mm256_and_si256(sm, _mm256_set1_epi16(15)));
@@ -236,7 +236,7 @@ inline __m128i q3_k_scales(const uint8_t* p) {
 // register k.
 struct DotQ3K : DotOffsetK<2> {
   using WBlock = BlockQ3_K;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
     const __m512i four = _mm512_set1_epi8(4);
     for (int k = 0; k < 4; ++k) {
@@ -321,13 +321,13 @@ inline __m256i nibbles32(const uint8_t* qs) {
 
 struct DotQ4_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ4_0;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)), b.d, u);
   }
 };
 struct DotQ5_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ5_0;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
     const __m256i hi = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
@@ -336,7 +336,7 @@ struct DotQ5_0 : Dot32Base, Group4<Dot32Base> {
 };
 struct DotQ8_0 : Dot32Base, Group4<Dot32Base> {
   using WBlock = BlockQ8_0;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);
   }
 };
@@ -360,7 +360,7 @@ struct DotMin32Base {
 };
 struct DotQ4_1 : DotMin32Base {
   using WBlock = BlockQ4_1;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     u.q = nibbles32(b.qs);
     u.d = half_to_float(b.d);
     u.m = half_to_float(b.m);
@@ -368,7 +368,7 @@ struct DotQ4_1 : DotMin32Base {
 };
 struct DotQ5_1 : DotMin32Base {
   using WBlock = BlockQ5_1;
-  static void unpack(const WBlock& b, Unpacked& u) {
+  [[gnu::always_inline]] static void unpack(const WBlock& b, Unpacked& u) {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
     u.q = _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10)));

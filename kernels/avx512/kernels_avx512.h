@@ -7,6 +7,11 @@ namespace ds::avx512 {
 
 #include "kernels/simd/entry_points.inc"
 
+// matmul.cpp: vec_dot and matmul for CPUs without AVX512_BF16 (BF16 weights widened to
+// float); every other weight type goes to vec_dot / matmul.
+float vec_dot_without_bf16(GgmlType wtype, int64_t n, const void* w, const void* act);
+void matmul_without_bf16(const MatmulArgs& m);
+
 // matmul_panel.cpp: weight rows [r0, r0 + 16), or [r0, r0 + 32) where r0 + 32 <= row_end
 // and the type has a two-panel kernel (all but Q6_K), x activation rows [t0, t0 + nt),
 // nt <= kPanelMaxTok; returns the rows done (16 or 32). Bit-identical to matmul

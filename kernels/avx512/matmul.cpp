@@ -79,12 +79,35 @@ struct DotF16 {
   }
   static __m512 fma(V w, V a, __m512 acc) { return _mm512_fmadd_ps(w, a, acc); }
 };
+// BF16 weights. CPUs with AVX512_BF16 (Zen 4, Sapphire Rapids and later) take two products
+// per lane and instruction with vdpbf16ps. The instruction is written as inline assembly so
+// that this file is compiled without -mavx512bf16: the Ice Lake and Cascade Lake Xeons that
+// run this table without the extension widen both operands to float instead (exact: a bf16
+// is the top half of a float) and use two FMAs, even and odd elements. The table picks one by CPUID (table.cpp).
 struct DotBF16 {
   using T = uint16_t;
   static constexpr int kStep = 32;
-  using V = __m512bh;
-  static V load(const T* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
-  static __m512 fma(V w, V a, __m512 acc) { return _mm512_dpbf16_ps(acc, w, a); }
+  using V = __m512i;
+  static V load(const T* p, __mmask32 m) { return _mm512_maskz_loadu_epi16(m, p); }
+  static __m512 fma(V w, V a, __m512 acc) {
+    asm("vdpbf16ps %[a], %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [a] "v"(a));
+    return acc;
+  }
+};
+struct DotBF16Widened {
+  using T = uint16_t;
+  static constexpr int kStep = 32;
+  struct V {
+    __m512 even, odd;  // elements 2i and 2i+1 of the step as floats
+  };
+  static V load(const T* p, __mmask32 m) {
+    const __m512i x = _mm512_maskz_loadu_epi16(m, p);
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
+            _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))))};
+  }
+  static __m512 fma(V w, V a, __m512 acc) {
+    return _mm512_fmadd_ps(w.odd, a.odd, _mm512_fmadd_ps(w.even, a.even, acc));
+  }
 };
 
 template <class F>
@@ -96,16 +119,18 @@ struct FloatTile {
     __m512 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
       for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
-    const __mmask32 full = F::kStep == 32 ? 0xFFFFFFFFu : 0xFFFFu;
-    for (int64_t i = 0; i < n; i += F::kStep) {
-      const __mmask32 m = n - i >= F::kStep ? full : static_cast<__mmask32>((1ull << (n - i)) - 1);
+    auto step = [&](int64_t i, __mmask32 m) {
       typename F::V wv[NR];
       for (int r = 0; r < NR; ++r) wv[r] = F::load(reinterpret_cast<const T*>(w + r * w_stride) + i, m);
       for (int t = 0; t < NT; ++t) {
         const typename F::V av = F::load(reinterpret_cast<const T*>(act + t * act_stride) + i, m);
         for (int r = 0; r < NR; ++r) acc[r][t] = F::fma(wv[r], av, acc[r][t]);
       }
-    }
+    };
+    // Full steps with a constant mask (plain loads), then one masked tail step.
+    int64_t i = 0;
+    for (; i + F::kStep <= n; i += F::kStep) step(i, F::kStep == 32 ? 0xFFFFFFFFu : 0xFFFFu);
+    if (i < n) step(i, static_cast<__mmask32>((1ull << (n - i)) - 1));
     for (int r = 0; r < NR; ++r)
       for (int t = 0; t < NT; ++t) out[t * ld + r] = hsum512(acc[r][t]);
   }
@@ -195,6 +220,18 @@ std::pair<MatmulFn, DotFn> fast_path(GgmlType t) {
 float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
   const DotFn dot = fast_path(wtype).second;
   return dot ? dot(n, w, act) : ref::vec_dot(wtype, n, w, act);
+}
+
+float vec_dot_without_bf16(GgmlType wtype, int64_t n, const void* w, const void* act) {
+  if (wtype == GgmlType::BF16) return fns<FloatTile<DotBF16Widened>>().second(n, w, act);
+  return vec_dot(wtype, n, w, act);
+}
+
+// BF16 weights take no path in matmul() but fast_path()'s tile loop (no GEMV, panel or
+// packed kernel exists for them), so swapping the tile is all that differs.
+void matmul_without_bf16(const MatmulArgs& m) {
+  if (m.wtype == GgmlType::BF16) return fns<FloatTile<DotBF16Widened>>().first(m);
+  matmul(m);
 }
 
 void matmul(const MatmulArgs& m) {

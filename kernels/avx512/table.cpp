@@ -1,14 +1,19 @@
-// The AVX-512 (F/BW/VL/DQ, VNNI, BF16) kernel table: the reference table with the entries
-// this ISA accelerates replaced (one file per op in this directory).
+// The AVX-512 (F/BW/VL/DQ, VNNI) kernel table: the reference table with the entries this
+// ISA accelerates replaced (one file per op in this directory). AVX512_BF16 is optional:
+// without it BF16 weights are widened to float (matmul.cpp).
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/isa_tables.h"
 #include "kernels/ref/ref.h"
 
 namespace ds {
 
-KernelTable avx512_table() {
+KernelTable avx512_table(bool bf16) {
   KernelTable t = ref::ref_table();
   avx512::fill_entries(Isa::kAvx512, t);
+  if (!bf16) {
+    t.vec_dot = avx512::vec_dot_without_bf16;
+    t.matmul = avx512::matmul_without_bf16;
+  }
   return t;
 }
 

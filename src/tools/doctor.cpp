@@ -137,6 +137,8 @@ void print_isa(const CpuFeatures& c) {
   std::printf("  AMX TILE %s  INT8 %s  BF16 %s   (OS tile state in XCR0: %s; tile data permission: %s)\n",
               yn(c.amx_tile), yn(c.amx_int8), yn(c.amx_bf16), yn(c.os_amx), c.amx_grant.c_str());
   std::printf("  kernel path ds-server will use: %s (DS_ISA=ref|avx2|avx512|amx lowers it)\n", isa_name(best_isa()));
+  if (best_isa() >= Isa::kAvx512 && !c.avx512bf16)
+    std::printf("  BF16 weights: widened to float (no AVX512_BF16); every other type runs at full speed\n");
 }
 
 // ---- topology and host settings -----------------------------------------------------

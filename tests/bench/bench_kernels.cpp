@@ -53,9 +53,8 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
   return cache.back().second;
 }
 
-void bench_matmul_on(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
-                     int n_threads, bool onednn, int copies, bool packed) {
-  const ds::KernelTable* kt = ds::kernel_table(isa);
+void bench_matmul_on(benchmark::State& state, const ds::KernelTable* kt, GgmlType t, int64_t n_in, int64_t n_out,
+                     int64_t n_tok, int n_threads, bool onednn, int copies, bool packed) {
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
     return;
@@ -92,7 +91,7 @@ void bench_matmul_on(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n
 
 void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
                   int n_threads, bool onednn, int copies) {
-  bench_matmul_on(state, isa, t, n_in, n_out, n_tok, n_threads, onednn, copies, false);
+  bench_matmul_on(state, ds::kernel_table(isa), t, n_in, n_out, n_tok, n_threads, onednn, copies, false);
 }
 
 // Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
@@ -188,6 +187,18 @@ void register_all() {
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  // BF16 weights as CPUs without AVX512_BF16 (Ice Lake, Cascade Lake) multiply them: widened.
+  for (auto [n_in, n_out] : shapes)
+    for (int64_t n_tok : {1, 64})
+      for (int n_threads : {1, 2}) {
+        const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + "avx512-no-bf16/BF16/" +
+                                 std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
+                                 "/threads:" + std::to_string(n_threads);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          bench_matmul_on(st, ds::kernel_table_without_bf16(), GgmlType::BF16, n_in, n_out, n_tok, n_threads, false, 1,
+                          false);
+        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+      }
   // MoE expert products (V3-style bench model: gate/up 2048 -> 1408 Q4_K, down 1408 -> 2048
   // Q5_0 or Q8_0) on the ~48 tokens an expert sees in a 512-token step. CPU time, one thread:
   // steadier than wall time on a shared machine. COLD: 64 different matrices cycled
@@ -221,12 +232,12 @@ void register_all() {
         const std::string name = std::string("GEMV_COLD_PACKED/avx512/") + ds::ggml_type_name(t) +
                                  "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
         benchmark::RegisterBenchmark(name.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 48, true);
+          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, false, 48, true);
         })->Unit(benchmark::kMicrosecond)->UseRealTime();
         const std::string warm = std::string("GEMV_PACKED/avx512/") + ds::ggml_type_name(t) +
                                  "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
         benchmark::RegisterBenchmark(warm.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 1, true);
+          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, false, 1, true);
         })->Unit(benchmark::kMicrosecond)->UseRealTime();
       }
     for (int64_t n_tok : {2, 3, 4, 8}) {

@@ -71,10 +71,10 @@ TEST(Attention, DecodeCallsAllocateNothing) {
     };
     // Each on a fresh thread (first use) and again on the same thread.
     std::thread th([&] {
-      EXPECT_EQ(allocations(gqa), 0) << isa_name(kt->isa) << " GQA first call";
-      EXPECT_EQ(allocations(gqa), 0) << isa_name(kt->isa) << " GQA second call";
-      EXPECT_EQ(allocations(mla), 0) << isa_name(kt->isa) << " MLA first call";
-      EXPECT_EQ(allocations(mla), 0) << isa_name(kt->isa) << " MLA second call";
+      EXPECT_EQ(allocations(gqa), 0) << table_name(*kt) << " GQA first call";
+      EXPECT_EQ(allocations(gqa), 0) << table_name(*kt) << " GQA second call";
+      EXPECT_EQ(allocations(mla), 0) << table_name(*kt) << " MLA first call";
+      EXPECT_EQ(allocations(mla), 0) << table_name(*kt) << " MLA second call";
     });
     th.join();
   }

@@ -129,7 +129,7 @@ TEST(Attention, FlashAttnEqualsNaiveSoftmax) {
                 values.push_back(kv.read(j, n_head_kv * d_k + kh * d_v, d_v));
               }
               const double err = rel_err(o, naive_attend(scores, values));
-              ASSERT_LE(err, kAttnRelTol) << isa_name(kt->isa) << " " << ggml_type_name(t) << " ctx=" << ctx
+              ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx
                                           << " q=" << it << " head=" << ih;
             }
         }
@@ -171,7 +171,7 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
                 values.push_back(std::move(row));
               }
               const double err = rel_err(out.data() + (it * n_head + ih) * kv_lora, naive_attend(scores, values));
-              ASSERT_LE(err, kAttnRelTol) << isa_name(kt->isa) << " " << ggml_type_name(t) << " ctx=" << ctx
+              ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx
                                           << " q=" << it << " head=" << ih;
             }
         }
@@ -268,7 +268,7 @@ void expect_naive(const Problem& p, int64_t ctx) {
       for (int ih = 0; ih < p.n_head; ++ih) {
         const size_t i = static_cast<size_t>(it * p.n_head + ih);
         const double err = rel_err(out.data() + i * static_cast<size_t>(p.d_v), want[i]);
-        ASSERT_LE(err, kAttnRelTol) << isa_name(kt->isa) << (p.mla ? " mla " : " flash ") << ggml_type_name(p.type)
+        ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << (p.mla ? " mla " : " flash ") << ggml_type_name(p.type)
                                     << " ctx=" << ctx << " n_q=" << p.n_q() << " q=" << it << " pos="
                                     << p.pos[static_cast<size_t>(it)] << " head=" << ih;
       }
@@ -322,7 +322,7 @@ TEST(Attention, QueryOutputIndependentOfCallComposition) {
         for (int64_t q0 = 0; q0 < p.n_q(); q0 += 5)
           p.run(*kt, q0, std::min<int64_t>(5, p.n_q() - q0), 0, p.n_head, chunks.data());
         for (int ih = 0; ih < p.n_head; ++ih) p.run(*kt, 0, p.n_q(), ih, ih + 1, per_head.data());
-        const std::string what = std::string(isa_name(kt->isa)) + (mla ? " mla " : " flash ") + ggml_type_name(t);
+        const std::string what = std::string(table_name(*kt)) + (mla ? " mla " : " flash ") + ggml_type_name(t);
         EXPECT_EQ(0, std::memcmp(all.data(), solo.data(), n * 4)) << what << ": one query and head per call";
         EXPECT_EQ(0, std::memcmp(all.data(), chunks.data(), n * 4)) << what << ": chunks of 5 queries";
         EXPECT_EQ(0, std::memcmp(all.data(), per_head.data(), n * 4)) << what << ": one head per call";

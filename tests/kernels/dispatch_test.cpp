@@ -28,6 +28,21 @@ TEST(Dispatch, TablesAreConsistent) {
   EXPECT_EQ(vec_dot_type(GgmlType::BF16), GgmlType::BF16);
 }
 
+// CPUs with AVX-512 VNNI but without AVX512_BF16 (Ice Lake, Cascade Lake) get the AVX-512
+// table with only the BF16 products swapped; the kernel tests run it against the reference.
+TEST(Dispatch, TableWithoutBf16SwapsOnlyTheProducts) {
+  const KernelTable* full = kernel_table(Isa::kAvx512);
+  const KernelTable* no_bf16 = kernel_table_without_bf16();
+  ASSERT_EQ(full == nullptr, no_bf16 == nullptr);
+  if (!full) GTEST_SKIP() << "no AVX-512 on this CPU";
+  EXPECT_EQ(no_bf16->isa, Isa::kAvx512);
+  EXPECT_NE(no_bf16->matmul, kernel_table(Isa::kRef)->matmul);
+  EXPECT_EQ(no_bf16->quantize_act, full->quantize_act);
+  EXPECT_EQ(no_bf16->flash_attn, full->flash_attn);
+  EXPECT_EQ(no_bf16->mla_attn, full->mla_attn);
+  EXPECT_EQ(no_bf16->store_kv, full->store_kv);
+}
+
 // kern() reads DS_ISA once; ctest runs each test in its own process.
 TEST(Dispatch, DsIsaLowersTheChoice) {
   setenv("DS_ISA", "ref", 1);

@@ -34,7 +34,7 @@ std::vector<int64_t> test_lengths(GgmlType t) {
 }
 
 std::string isa_label(const KernelTable& kt, GgmlType t) {
-  return std::string(isa_name(kt.isa)) + " " + ggml_type_name(t);
+  return std::string(table_name(kt)) + " " + ggml_type_name(t);
 }
 
 TEST(IsaVsRef, ActivationQuantizationBitExact) {
@@ -188,7 +188,7 @@ TEST(IsaVsRef, ElementwiseOps) {
       auto check = [&](const char* what) {
         for (int64_t i = 0; i < n; ++i)
           ASSERT_NEAR(got[i], want[i], kElemRelTol * std::fabs(want[i]) + 1e-30)
-              << isa_name(kt->isa) << " " << what << " n=" << n << " i=" << i;
+              << table_name(*kt) << " " << what << " n=" << n << " i=" << i;
       };
       ref::rms_norm(x.data(), w.data(), want.data(), n, 1e-5f);
       kt->rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
@@ -229,7 +229,7 @@ TEST(IsaVsRef, Rope) {
       ag.x = got.data();
       ref::rope(aw, p);
       kt->rope(ag, p);
-      for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6) << isa_name(kt->isa) << " i=" << i;
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6) << table_name(*kt) << " i=" << i;
     }
 }
 
@@ -262,7 +262,7 @@ TEST(IsaVsRef, MoeRoute) {
     a.ids = ids_got.data();
     a.weights = w_got.data();
     kt->moe_route(a);
-    EXPECT_EQ(ids_want, ids_got) << isa_name(kt->isa);
+    EXPECT_EQ(ids_want, ids_got) << table_name(*kt);
     for (size_t i = 0; i < w_want.size(); ++i) EXPECT_NEAR(w_got[i], w_want[i], 1e-6);
   }
 }

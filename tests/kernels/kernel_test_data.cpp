@@ -32,7 +32,12 @@ std::vector<const KernelTable*> available_tables() {
   std::vector<const KernelTable*> out;
   for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAmx})
     if (const KernelTable* kt = kernel_table(isa)) out.push_back(kt);
+  if (const KernelTable* kt = kernel_table_without_bf16()) out.push_back(kt);
   return out;
+}
+
+const char* table_name(const KernelTable& kt) {
+  return &kt == kernel_table_without_bf16() ? "avx512-no-bf16" : isa_name(kt.isa);
 }
 
 std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo, float hi) {

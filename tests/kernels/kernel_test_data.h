@@ -18,8 +18,11 @@ inline const std::vector<GgmlType>& weight_types() {
   return types;
 }
 
-// The kernel tables usable on this machine (always includes the reference).
+// The kernel tables usable on this machine (always includes the reference; with AVX-512,
+// also the table a CPU without AVX512_BF16 gets).
 std::vector<const KernelTable*> available_tables();
+// "ref", "avx2", "avx512", "avx512-no-bf16", "amx": for failure messages.
+const char* table_name(const KernelTable& kt);
 
 std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo = -1.0f, float hi = 1.0f);
 

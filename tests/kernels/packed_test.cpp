@@ -96,11 +96,11 @@ TEST(Repack, PackedMatmulMatchesRefBitwise) {
             for (int64_t r = 0; r < ld; ++r) {
               const float got = out[static_cast<size_t>(it * ld + r)];
               if (r < r0 || r >= r1) {
-                ASSERT_TRUE(std::isnan(got)) << isa_name(kt->isa) << " row " << r << " outside the range written";
+                ASSERT_TRUE(std::isnan(got)) << table_name(*kt) << " row " << r << " outside the range written";
                 continue;
               }
               const float want = ref::vec_dot(t, n, w.data() + r * wrow, act.data() + (t0 + it) * arow);
-              ASSERT_EQ(f32_to_bits(got), f32_to_bits(want)) << isa_name(kt->isa) << " " << ggml_type_name(t) << " n_tok " << nt
+              ASSERT_EQ(f32_to_bits(got), f32_to_bits(want)) << table_name(*kt) << " " << ggml_type_name(t) << " n_tok " << nt
                                                      << " tok " << t0 + it << " row " << r << " rows [" << r0 << ", "
                                                      << r1 << ")";
             }

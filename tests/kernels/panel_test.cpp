@@ -53,7 +53,7 @@ TEST(PanelMatmul, EveryTokenCountMatchesRefBitwise) {
             for (int64_t r = r0; r < r1; ++r)
               ASSERT_EQ(bits_of(out[static_cast<size_t>(it * ld + r)]),
                         bits_of(want[static_cast<size_t>((t0 + it) * n_out + r)]))
-                  << isa_name(kt->isa) << " " << ggml_type_name(t) << " n_tok " << nt << " tok " << t0 + it << " row "
+                  << table_name(*kt) << " " << ggml_type_name(t) << " n_tok " << nt << " tok " << t0 + it << " row "
                   << r << " rows [" << r0 << ", " << r1 << ")";
         }
       }
