@@ -1,5 +1,5 @@
 // AVX-512 decode GEMV for the K-quants: one activation row against 4 weight rows per pass
-// (Q4_K, Q5_K, Q6_K); Q4_0 and Q5_0 are in matmul_gemv32.cpp. Measured numbers:
+// (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); Q4_0 and Q5_0 are in matmul_gemv32.cpp. Measured numbers:
 // tests/bench/RESULTS.md.
 //
 // Memory: a pass takes one row from each quarter of the caller's row range (gemv_rows),
@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/gemv_common.h"
@@ -172,8 +173,96 @@ void gemv4_q6k(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   store_rows4(m.out + t * m.out_stride + r0, rstep, _mm_loadu_ps(acc));
 }
 
+// Q2_K and Q3_K: element 128n + 32s + l is bits 2s..2s+1 of qs[32n + l]; Q3_K adds bit
+// 4n + s of hmask[l] as a third bit, kept here as q + 4 (0..7; the -4 goes through the
+// bsums as Q6_K's -32 does). A row's 64 qs bytes are one register: field s, (qs >> 2s) & 3,
+// holds elements 32s + [0, 32) in its low half and 128 + 32s + [0, 32) in its high half,
+// and the activation is loaded in that order once per block for the 4 rows. dpbusd int32
+// lane L of field f covers sub-block 2f + L / 4 (L < 8) or 8 + 2f + (L - 8) / 4; in
+// packs(field 2p, field 2p + 1), int16 lane i comes from chunk c = i / 8 of field
+// 2p + (i % 8 >= 4): sub-block 8 * (c >= 2) + 2 * field + c % 2. Lanes stay below
+// 4 * 7 * 128 in magnitude, so the packing cannot saturate.
+// Q2_K: sumi = sum (sc_j & 15) * dot_j, summ = sum (sc_j >> 4) * bsums_j, then the
+// reference's dall * sumi - dmin * summ. Q3_K: sumi = sum sc_j * dot_j - 4 * sum sc_j *
+// bsums_j, then (d_a * d) * sumi.
+template <bool kQ3>
+void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  using WB = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  static const __m512i idx_sc[2] = {
+      idx16([](int i) { return 8 * (i / 8 >= 2) + 2 * (i % 8 >= 4) + (i / 8) % 2; }),
+      idx16([](int i) { return 8 * (i / 8 >= 2) + 2 * (2 + (i % 8 >= 4)) + (i / 8) % 2; })};
+  __m512i hbit[4];  // Q3_K: the hmask bit of field s, bit s for the low half, 4 + s for the high
+  for (int f = 0; f < 4; ++f)
+    hbit[f] = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << f)),
+                                     _mm512_set1_epi8(static_cast<char>(1 << (4 + f))));
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    __m512i av[4];
+    for (int f = 0; f < 4; ++f)
+      av[f] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * f))),
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 128 + 32 * f)), 1);
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
+    const uint8_t* wb = w0 + ib * sizeof(WB);
+    __m512i s[kRows];
+    __m256i off[kRows];  // per row: 8 int32 partials of sum offset_j * bsums_j
+    uint32_t dd[kRows] = {};  // per row: d (Q2_K: then dmin) as fp16 bits
+    for (int r = 0; r < kRows; ++r) {
+      const WB& b = *reinterpret_cast<const WB*>(wb + r * ws);
+      const __m512i v = _mm512_loadu_si512(b.qs);
+      __m512i hm;
+      if constexpr (kQ3) hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
+      __m512i d[4];
+      for (int f = 0; f < 4; ++f) {
+        __m512i q = _mm512_and_si512(f == 0 ? v : _mm512_srli_epi16(v, 2 * f), m3);
+        if constexpr (kQ3) q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, hbit[f]), q, four);
+        d[f] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, av[f]);
+      }
+      __m256i sc16, off16;
+      if constexpr (kQ3) {
+        sc16 = off16 = _mm256_cvtepi8_epi16(q3_k_scales(b.scales));
+      } else {
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+        sc16 = _mm256_and_si256(sm, _mm256_set1_epi16(15));
+        off16 = _mm256_srli_epi16(sm, 4);
+      }
+      const __m512i sc = _mm512_castsi256_si512(sc16);
+      s[r] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_packs_epi32(d[0], d[1]),
+                                                     _mm512_permutexvar_epi16(idx_sc[0], sc)),
+                                 _mm512_packs_epi32(d[2], d[3]), _mm512_permutexvar_epi16(idx_sc[1], sc));
+      off[r] = _mm256_madd_epi16(bsums, off16);
+      std::memcpy(&dd[r], &b.d, kQ3 ? sizeof(half_t) : 2 * sizeof(half_t));  // Q3_K's d ends its block
+    }
+    // Row r's sums in lane r: the products, then the offsets (rows 0, 1 and 2, 3 side by side,
+    // chunk pairs added so that chunk r holds row r).
+    const __m128i sumi = reduce_rows4(s);
+    const __m512i o01 = _mm512_inserti64x4(_mm512_castsi256_si512(off[0]), off[1], 1);
+    const __m512i o23 = _mm512_inserti64x4(_mm512_castsi256_si512(off[2]), off[3], 1);
+    const __m128i soff = reduce_chunks4(
+        _mm512_add_epi32(_mm512_shuffle_i32x4(o01, o23, 0x88), _mm512_shuffle_i32x4(o01, o23, 0xDD)));
+    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd)));  // d0 m0 d1 m1 ...
+    const __m128 d4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0x88);
+    const __m128 ad = _mm_set1_ps(ab.d);
+    if constexpr (kQ3) {
+      const __m128i si = _mm_sub_epi32(sumi, _mm_slli_epi32(soff, 2));
+      acc = _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(ad, d4), _mm_cvtepi32_ps(si)));
+    } else {
+      const __m128 m4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0xDD);
+      const __m128 dall = _mm_mul_ps(ad, d4), dmin = _mm_mul_ps(ad, m4);
+      acc = _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(dall, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(soff))));
+    }
+  }
+  store_rows4(m.out + t * m.out_stride + r0, rstep, acc);
+}
+
 Gemv4Fn gemv_pass(GgmlType t) {
   switch (t) {
+    case GgmlType::Q2_K: return gemv4_k23<false>;
+    case GgmlType::Q3_K: return gemv4_k23<true>;
     case GgmlType::Q4_K: return gemv4_k4<BlockQ4_K, false>;
     case GgmlType::Q5_K: return gemv4_k4<BlockQ5_K, true>;
     case GgmlType::Q6_K: return gemv4_q6k;
@@ -194,7 +283,11 @@ int64_t gemv_max_tok(GgmlType t) {
   // 4-row pass (MoE expert down products): 2 tokens 1462/1104 -> 820/872 us, 3 tokens
   // 1693/1445 -> 1023/1181, 4 tokens 2467/2453 -> 1153/1678. Q4_0 was not measured. (All
   // measured before passes took their rows from 4 streams; Q6_K then had a 1-row pass.)
-  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q5_0 ? 4 : 1;
+  // Q2_K/Q3_K (GEMV_COLD 1536x8960, tile -> pass, us, two runs): Q2_K 2 tokens 508/508 ->
+  // 334/352, 3 tokens 778/713 -> 540/505, 4 tokens 963/910 -> 689/662; Q3_K 2 tokens
+  // 641/656 -> 536/535, 3 tokens 809/794 -> 817/769, 4 tokens 1010/1007 -> 1119/1019.
+  if (t == GgmlType::Q3_K) return 2;
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q5_0 || t == GgmlType::Q2_K ? 4 : 1;
 }
 
 int64_t gemv_rows(const MatmulArgs& m) {

@@ -16,6 +16,7 @@
 
 #include "ds/engine.h"
 #include "gguf/gguf_file.h"
+#include "kernels/kernels.h"
 #include "runtime/machine_limits.h"
 #include "runtime/thread_pool.h"
 #include "tools/command.h"
@@ -263,10 +264,12 @@ int cmd_bench(const std::vector<std::string>& args) {
     ThreadPool pool({.n_threads = b.n_threads});
     auto bwr = measure_read_bandwidth(pool);
     if (bwr) bw = bwr->gbs.median;
-    auto pk = measure_int8_peak(pool);
+    // The limits of the kernels that ran: under DS_ISA=avx2 the AVX2 loops, not VNNI's.
+    const PeakOptions popts{.allow_avx512 = kern().isa >= Isa::kAvx512};
+    auto pk = measure_int8_peak(pool, popts);
     gops = pk.gops.median;
     peak_isa = pk.isa;
-    gflops = measure_fp32_peak(pool).gflops.median;
+    gflops = measure_fp32_peak(pool, popts).gflops.median;
   }
   const Stats spp = stats_of(pp), stg = stats_of(tg), sbtg = stats_of(btg);
   const double tg_roof = bw > 0 ? stg.median * cost.bytes_per_token / (bw * 1e9) : 0;

@@ -217,7 +217,8 @@ void register_all() {
   // Cold decode GEMV: 48 different 1536x8960 matrices (the dense model's FFN shape), about
   // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
   // Small batches (batched decode: 2-8 sequences, MoE experts seeing 1-3 tokens) on 1 thread.
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
+                     GgmlType::Q2_K, GgmlType::Q3_K}) {
     for (int n_threads : {1, 2}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
@@ -225,7 +226,7 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
-    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0) continue;
+    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0 && t != GgmlType::Q2_K && t != GgmlType::Q3_K) continue;
     // The same on the packed panels (weights repacked at load, docs/repack.md).
     if (ds::repack_supported(t))
       for (int64_t n_tok : {1, 2, 4, 8}) {
