@@ -75,7 +75,7 @@ template <bool kHasQh, int NT>
   }
   __m512i summ[NT];
   bsum_pair_sums<NT>(p.mp, a, summ);
-  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi[t], summ[t]);
+  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], summ[t]);
 }
 
 // The same for Q6_K (decode_q6k + accumulate_q6k<NT>), quant lines in address order too
@@ -168,7 +168,7 @@ template <bool kHasQh, int NT>
   }
   __m512i summ[NT];
   bsum_pair_sums<NT>(p.mp, a, summ);
-  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi[t], summ[t]);
+  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], summ[t]);
 }
 
 template <class WB, bool kHasQh>

@@ -98,39 +98,83 @@ void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
     for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0 + 16 * r, acc[r][t]);
 }
 
-void panel_q6k(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+// The K-quants with 16 sub-blocks of 16 (Q6_K, which also has a packed form, Q3_K, Q2_K):
+// one 16-row panel per call.
+struct KindQ6K {
+  using WB = BlockQ6_K;
+  using Panel = PanelQ6K;
+  static constexpr bool kPacked = true;
+  static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
+    unpack_q6k_rows(row0, stride, vidx, p);
+  }
+  static void unpack_packed(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
+  template <int NT>
+  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
+    accumulate_q6k<NT>(p, a, acc);
+  }
+};
+struct KindQ3K {
+  using WB = BlockQ3_K;
+  using Panel = PanelQ6K;
+  static constexpr bool kPacked = false;
+  static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
+    unpack_q3k_rows(row0, stride, vidx, p);
+  }
+  static void unpack_packed(const uint8_t*, Panel&) {}
+  template <int NT>
+  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
+    accumulate_q6k<NT, 2>(p, a, acc);
+  }
+};
+struct KindQ2K {
+  using WB = BlockQ2_K;
+  using Panel = PanelQ2K;
+  static constexpr bool kPacked = false;
+  static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
+    unpack_q2k_rows(row0, stride, vidx, p);
+  }
+  static void unpack_packed(const uint8_t*, Panel&) {}
+  template <int NT>
+  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
+    accumulate_q2k<NT>(p, a, acc);
+  }
+};
+
+template <class K>
+void panel_k16(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
+  using WB = typename K::WB;
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
   const __m512i vidx = row_offsets(m.w_row_stride);
   const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
-  PanelQ6K p;
+  typename K::Panel p;
   const int64_t nb = m.n_in / kQK_K;
-  const uint8_t* pk = packed_panel(m, r0);
+  const uint8_t* pk = K::kPacked ? packed_panel(m, r0) : nullptr;
   for (int64_t ib = 0; ib < nb; ++ib) {
     if (pk) {
-      unpack_q6k_packed(pk + ib * kPanelRows * sizeof(BlockQ6_K), p);
+      K::unpack_packed(pk + ib * kPanelRows * sizeof(WB), p);
     } else {
-      const auto* next = ib + 1 < nb ? w0 + (ib + 1) * sizeof(BlockQ6_K) : w0 + 16 * m.w_row_stride;
-      prefetch_rows(next, m.w_row_stride, sizeof(BlockQ6_K));
-      unpack_q6k_rows(w0 + ib * sizeof(BlockQ6_K), m.w_row_stride, vidx, p);
+      const auto* next = ib + 1 < nb ? w0 + (ib + 1) * sizeof(WB) : w0 + 16 * m.w_row_stride;
+      prefetch_rows(next, m.w_row_stride, sizeof(WB));
+      K::unpack_rows(w0 + ib * sizeof(WB), m.w_row_stride, vidx, p);
     }
     const BlockQ8_K* a[kPanelK4Toks];
     int64_t t = 0;
     for (; t + kPanelK4Toks <= nt; t += kPanelK4Toks) {
       for (int k = 0; k < kPanelK4Toks; ++k)
         a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      accumulate_q6k<kPanelK4Toks>(p, a, acc + t);
+      K::template accumulate<kPanelK4Toks>(p, a, acc + t);
     }
     if (t + kPanelToks <= nt) {
       for (int k = 0; k < kPanelToks; ++k)
         a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      accumulate_q6k<kPanelToks>(p, a, acc + t);
+      K::template accumulate<kPanelToks>(p, a, acc + t);
       t += kPanelToks;
     }
     for (; t < nt; ++t) {
       a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
-      accumulate_q6k<1>(p, a, acc + t);
+      K::template accumulate<1>(p, a, acc + t);
     }
   }
   for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
@@ -390,7 +434,7 @@ int64_t panel32_rows(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt, bo
 
 bool panel_supported(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
       return true;
     default:
@@ -403,7 +447,9 @@ int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   switch (m.wtype) {
     case GgmlType::Q4_K: pair ? panel_k4x2<BlockQ4_K, false>(m, r0, t0, nt) : panel_k4<BlockQ4_K, false>(m, r0, t0, nt); break;
     case GgmlType::Q5_K: pair ? panel_k4x2<BlockQ5_K, true>(m, r0, t0, nt) : panel_k4<BlockQ5_K, true>(m, r0, t0, nt); break;
-    case GgmlType::Q6_K: panel_q6k(m, r0, t0, nt); return 16;
+    case GgmlType::Q6_K: panel_k16<KindQ6K>(m, r0, t0, nt); return 16;
+    case GgmlType::Q3_K: panel_k16<KindQ3K>(m, r0, t0, nt); return 16;
+    case GgmlType::Q2_K: panel_k16<KindQ2K>(m, r0, t0, nt); return 16;
     case GgmlType::Q8_0: return panel32_rows<P32Q8_0>(m, r0, t0, nt, pair);
     case GgmlType::Q4_0: return panel32_rows<P32Q4_0>(m, r0, t0, nt, pair);
     case GgmlType::Q5_0: return panel32_rows<P32Q5_0>(m, r0, t0, nt, pair);

@@ -42,11 +42,11 @@ inline const uint8_t* packed_panel(const MatmulArgs& m, int64_t r0) {
   return m.w_panels ? static_cast<const uint8_t*>(m.w_panels) + static_cast<size_t>(r0) * m.w_row_stride : nullptr;
 }
 
-// The reference's float step of one Q4_K/Q5_K block, one lane per row ([KQUANT_EXACT]):
-// acc + ((ad * d) * sumi - (ad * dmin) * summ).
-inline __m512 k4_block_step(__m512 acc, float ad, const PanelK4& p, __m512i sumi, __m512i summ) {
+// The reference's float step of one Q4_K/Q5_K/Q2_K block, one lane per row
+// ([KQUANT_EXACT]): acc + ((ad * d) * sumi - (ad * dmin) * summ).
+inline __m512 k4_block_step(__m512 acc, float ad, __m512 d, __m512 dmin_, __m512i sumi, __m512i summ) {
   const __m512 a = _mm512_set1_ps(ad);
-  const __m512 dall = _mm512_mul_ps(a, p.d), dmin = _mm512_mul_ps(a, p.dmin);
+  const __m512 dall = _mm512_mul_ps(a, d), dmin = _mm512_mul_ps(a, dmin_);
   return _mm512_add_ps(acc, _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi)),
                                           _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
 }
@@ -253,7 +253,7 @@ template <int NT>
   for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
   scaled_sub_block_sums<NT, 8, 8, 32>(p, a, sumi);
   bsum_pair_sums<NT>(p.mp, a, summ);
-  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p, sumi[t], summ[t]);
+  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], summ[t]);
 }
 
 // Two panels (32 rows) at once: each activation broadcast feeds both panels' dpbusd, so a
@@ -288,8 +288,8 @@ template <int NT>
       for (int r = 0; r < 2; ++r) summ[r][t] = _mm512_dpwssd_epi32(summ[r][t], bb, p[r].mp[j]);
     }
   for (int t = 0; t < NT; ++t) {
-    acc0[t] = k4_block_step(acc0[t], a[t]->d, p[0], sumi[0][t], summ[0][t]);
-    acc1[t] = k4_block_step(acc1[t], a[t]->d, p[1], sumi[1][t], summ[1][t]);
+    acc0[t] = k4_block_step(acc0[t], a[t]->d, p[0].d, p[0].dmin, sumi[0][t], summ[0][t]);
+    acc1[t] = k4_block_step(acc1[t], a[t]->d, p[1].d, p[1].dmin, sumi[1][t], summ[1][t]);
   }
 }
 
@@ -360,22 +360,100 @@ inline void unpack_q6k_packed(const uint8_t* blk, PanelQ6K& p) {
              [&](int k) { return _mm512_loadu_si512(blk + 64 * (32 + k)); }, scw, q6k_block_d(blk), p);
 }
 
-// The reference's float step of one Q6_K block, one lane per row ([KQUANT_EXACT]): sumi =
-// the scaled sub-block sums of the unsigned 6-bit quants, off = their scaled bsums (the
-// -32 offset, applied as off << 5), d = the rows' block scales, ad = the token's d.
+// The reference's float step of one Q6_K (kShift 5) or Q3_K (kShift 2) block, one lane per
+// row ([KQUANT_EXACT]): sumi = the scaled sub-block sums of the unsigned quants, off =
+// their scaled bsums (the -32 or -4 offset, applied as off << kShift), d = the rows' block
+// scales, ad = the token's d.
+template <int kShift = 5>
 inline __m512 q6k_block_step(__m512 acc, float ad, __m512 d, __m512i sumi, __m512i off) {
-  const __m512i si = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, 5));
+  const __m512i si = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, kShift));
   const __m512 dall = _mm512_mul_ps(_mm512_set1_ps(ad), d);
   return _mm512_add_ps(acc, _mm512_mul_ps(dall, _mm512_cvtepi32_ps(si)));
 }
 
-template <int NT>
+template <int NT, int kShift = 5>
 [[gnu::always_inline]] inline void accumulate_q6k(const PanelQ6K& p, const BlockQ8_K* const* a, __m512* acc) {
   __m512i sumi[NT], off[NT];
   for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
   scaled_sub_block_sums<NT, 16, 4, 16>(p, a, sumi);
   bsum_pair_sums<NT>(p.sp, a, off);
-  for (int t = 0; t < NT; ++t) acc[t] = q6k_block_step(acc[t], a[t]->d, p.d, sumi[t], off[t]);
+  for (int t = 0; t < NT; ++t) acc[t] = q6k_block_step<kShift>(acc[t], a[t]->d, p.d, sumi[t], off[t]);
+}
+
+// Q2_K and Q3_K from the GGUF layout (no packed form). Element e = 128n + 32s + l is bits
+// 2s..2s+1 of qs[32n + l]; sub-block j (16 elements) is n = j / 8, s = (j % 8) / 2, l from
+// 16 (j % 2): its group g is qs dword (32n + 16 (j % 2)) / 4 + g shifted by 2s. Q3_K's third
+// bit is bit 4n + s of hmask[l] (hmask dword 4 (j % 2) + g), kept as q + 4 (0..7) with the
+// -4 through the bsums; its panel is a PanelQ6K (16 signed scales, sp pairs for the offset).
+inline __m512i k23_low_bits(__m512i qs_dw, int s) {
+  return _mm512_and_si512(_mm512_srli_epi32(qs_dw, 2 * s), _mm512_set1_epi8(0x03));
+}
+
+// Q2_K: 4-bit scale (low nibble) and 4-bit min (high nibble) per sub-block; the mins go
+// through the bsums as Q4_K's do, then the reference's dall * sumi - dmin * summ.
+struct PanelQ2K {
+  __m512i q[16][4];
+  __m512i sc[16];  // int32 scale per row
+  __m512i mp[8];   // int16 pairs (m_2k, m_2k+1) per row, against the bsums pair (2k, 2k + 1)
+  __m512 d, dmin;
+};
+
+inline void unpack_q2k_rows(const uint8_t* row0, size_t stride, __m512i vidx, PanelQ2K& p) {
+  static_assert(offsetof(BlockQ2_K, qs) == 16 && offsetof(BlockQ2_K, d) == 80 && sizeof(BlockQ2_K) == 84);
+  __m512i qs[16], scw[4];
+  load_transposed(row0 + offsetof(BlockQ2_K, qs), stride, qs);
+  load_dwords4(row0, stride, scw);  // scales[16]
+  for (int j = 0; j < 16; ++j) {
+    const int n = j / 8, s = (j % 8) / 2, dw0 = (32 * n + 16 * (j % 2)) / 4;
+    for (int g = 0; g < 4; ++g) p.q[j][g] = k23_low_bits(qs[dw0 + g], s);
+  }
+  const __m512i m4 = _mm512_set1_epi32(0x0F);
+  __m512i mins[16];
+  for (int j = 0; j < 16; ++j) {
+    p.sc[j] = _mm512_and_si512(_mm512_srli_epi32(scw[j / 4], 8 * (j % 4)), m4);
+    mins[j] = _mm512_and_si512(_mm512_srli_epi32(scw[j / 4], 8 * (j % 4) + 4), m4);
+  }
+  for (int k = 0; k < 8; ++k) p.mp[k] = _mm512_or_si512(mins[2 * k], _mm512_slli_epi32(mins[2 * k + 1], 16));
+  const __m512i dd = gather_dwords(row0 + offsetof(BlockQ2_K, d), vidx);  // d | dmin << 16
+  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dd, _mm512_set1_epi32(0xFFFF))));
+  p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+}
+
+template <int NT>
+[[gnu::always_inline]] inline void accumulate_q2k(const PanelQ2K& p, const BlockQ8_K* const* a, __m512* acc) {
+  __m512i sumi[NT], summ[NT];
+  for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+  scaled_sub_block_sums<NT, 16, 4, 16>(p, a, sumi);
+  bsum_pair_sums<NT>(p.mp, a, summ);
+  for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], summ[t]);
+}
+
+// Q3_K scales (kernels/ref q3_k_scales), per row from the scales dwords w0 (bytes 0-3), w1
+// (4-7), w2 (8-11): low 4 bits from the low (j < 8) or high (j >= 8) nibble of byte j % 8,
+// high 2 bits from byte 8 + j % 4 at bit 2 (j / 4); minus 32.
+inline void unpack_q3k_rows(const uint8_t* row0, size_t stride, __m512i vidx, PanelQ6K& p) {
+  static_assert(offsetof(BlockQ3_K, qs) == 32 && offsetof(BlockQ3_K, scales) == 96 && offsetof(BlockQ3_K, d) == 108);
+  __m512i qs[16], hm[16], w[4];
+  load_transposed(row0 + offsetof(BlockQ3_K, qs), stride, qs);
+  load_transposed(row0, stride, hm);  // hmask[32], then the first 32 qs bytes (unused)
+  // Bytes 92-107: the last qs dword (unused), then scales[0..11].
+  load_dwords4(row0 + offsetof(BlockQ3_K, scales) - 4, stride, w);
+  for (int j = 0; j < 16; ++j) {
+    const int n = j / 8, s = (j % 8) / 2, dw0 = (32 * n + 16 * (j % 2)) / 4;
+    for (int g = 0; g < 4; ++g) {
+      const __m512i hbit = _mm512_and_si512(_mm512_srli_epi32(hm[4 * (j % 2) + g], 4 * n + s), _mm512_set1_epi8(1));
+      p.q[j][g] = _mm512_or_si512(k23_low_bits(qs[dw0 + g], s), _mm512_slli_epi32(hbit, 2));
+    }
+  }
+  for (int j = 0; j < 16; ++j) {
+    const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(w[1 + (j % 8) / 4], 8 * (j % 4) + 4 * (j / 8)), _mm512_set1_epi32(0x0F));
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(w[3], 8 * (j % 4) + 2 * (j / 4)), _mm512_set1_epi32(0x03));
+    p.sc[j] = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+  }
+  for (int k = 0; k < 8; ++k) p.sp[k] = scale_pair(p.sc[2 * k], p.sc[2 * k + 1]);
+  // d sits in the block's last two bytes: gather the dword ending there (in bounds).
+  const __m512i dd = gather_dwords(row0 + offsetof(BlockQ3_K, d) - 2, vidx);
+  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
 }
 
 }  // namespace ds::avx512
