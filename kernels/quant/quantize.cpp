@@ -106,7 +106,7 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
 }
 
 // Best weighted least-squares fit of x ~ scale * L + min (L in [0, nmax], min <= 0) for
-// one 32-element sub-block. Tries the plain min/max grid step and nstep + 1 stretched ones
+// one sub-block of n elements (32 for Q4_K/Q5_K, 16 for Q2_K). Tries the plain min/max grid step and nstep + 1 stretched ones
 // (nmax + rmin + rdelta*is levels across the range), solving the 2x2 normal equations
 // for scale and min at each candidate assignment and keeping the lowest weighted error.
 // Returns scale; *neg_min receives -min (>= 0), the value stored in the block.
@@ -115,8 +115,9 @@ struct FitParams {
   float rmin, rdelta;
   int nstep;
 };
+template <int n>
 float fit_scale_min(const float* x, const float* w, FitParams p, uint8_t* L, float* neg_min) {
-  constexpr int n = 32;
+  static_assert(n % 8 == 0);
   float mn = x[0], mx = x[0], sum_w = 0.0f, sum_x = 0.0f;
   for (int i = 0; i < n; ++i) {
     mn = std::min(mn, x[i]);
@@ -140,17 +141,17 @@ float fit_scale_min(const float* x, const float* w, FitParams p, uint8_t* L, flo
   // The candidate loop is written to vectorize under strict FP (this is the hot spot of
   // K-quant quantization): x - mn >= 0, so truncating v + 0.5 rounds to nearest, and the
   // weighted sums run in 8 independent lanes.
-  float xm[32], lf[32];
-  for (int i = 0; i < 32; ++i) xm[i] = x[i] - mn;
+  float xm[n], lf[n];
+  for (int i = 0; i < n; ++i) xm[i] = x[i] - mn;
   const float fmax_level = static_cast<float>(p.nmax);
   for (int is = 0; is <= p.nstep; ++is) {
     const float iscale = (p.rmin + p.rdelta * static_cast<float>(is) + static_cast<float>(p.nmax)) / (mx - mn);
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < n; ++i) {
       const float l = static_cast<float>(static_cast<int>(iscale * xm[i] + 0.5f));
       lf[i] = l < fmax_level ? l : fmax_level;
     }
     float a_l[8] = {}, a_l2[8] = {}, a_xl[8] = {};
-    for (int i = 0; i < 32; i += 8) {
+    for (int i = 0; i < n; i += 8) {
       for (int k = 0; k < 8; ++k) {
         const float wl = w[i + k] * lf[i + k];
         a_l[k] += wl;
@@ -176,7 +177,7 @@ float fit_scale_min(const float* x, const float* w, FitParams p, uint8_t* L, flo
     // sum w (s l + m - x)^2 = s^2 Sll + 2 s m Sl + m^2 Sw - 2 s Sxl - 2 m Sx + const.
     const float err = s * s * sum_l2 + 2.0f * s * m * sum_l + m * m * sum_w - 2.0f * s * sum_xl - 2.0f * m * sum_x;
     if (err < best_err) {
-      for (int i = 0; i < 32; ++i) L[i] = static_cast<uint8_t>(lf[i]);
+      for (int i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(lf[i]);
       best_err = err;
       scale = s;
       best_min = m;
@@ -198,7 +199,7 @@ void quant_k4_common(const float* x, int nmax, FitParams fp, half_t* d_out, half
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32.0f);
     for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xs[l]);  // favour large elements
-    scales[j] = fit_scale_min(xs, w, fp, L + 32 * j, &mins[j]);
+    scales[j] = fit_scale_min<32>(xs, w, fp, L + 32 * j, &mins[j]);
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
@@ -326,14 +327,95 @@ void quantize_q6_K(const float* x, BlockQ6_K* y, int64_t nb) {
   }
 }
 
+// Q2_K: 16 sub-blocks of 16, x ~ d * sc * L - dmin * m with L in [0, 3] and 4-bit sc, m
+// (the Q4_K fit per sub-block, then d = max scale / 15, dmin = max min / 15). Element
+// order: dequant.cpp, dequant_q2_K.
+void quantize_q2_K(const float* x, BlockQ2_K* y, int64_t nb) {
+  uint8_t L[kQK_K];
+  float scales[16], mins[16], w[16];
+  for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      const float* xs = x + 16 * j;
+      float sum_x2 = 0.0f;
+      for (int l = 0; l < 16; ++l) sum_x2 += xs[l] * xs[l];
+      const float av_x = std::sqrt(sum_x2 / 16.0f);
+      for (int l = 0; l < 16; ++l) w[l] = av_x + std::fabs(xs[l]);
+      scales[j] = fit_scale_min<16>(xs, w, {3, -0.5f, 0.1f, 15}, L + 16 * j, &mins[j]);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    BlockQ2_K& b = y[i];
+    std::memset(&b, 0, sizeof(b));
+    const float inv_scale = max_scale > 0.0f ? 15.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0.0f ? 15.0f / max_min : 0.0f;
+    b.d = f32_to_fp16(max_scale / 15.0f);
+    b.dmin = f32_to_fp16(max_min / 15.0f);
+    const float d = fp16_to_f32(b.d), dmin = fp16_to_f32(b.dmin);
+    for (int j = 0; j < 16; ++j) {
+      const int ls = std::min(15, nearest(inv_scale * scales[j])), lm = std::min(15, nearest(inv_min * mins[j]));
+      b.scales[j] = static_cast<uint8_t>(ls | (lm << 4));
+      const float dj = d * static_cast<float>(ls), mj = dmin * static_cast<float>(lm);
+      for (int l = 0; l < 16; ++l) {
+        const float v = x[16 * j + l];
+        L[16 * j + l] = dj == 0.0f ? 0 : static_cast<uint8_t>(std::clamp(nearest((v + mj) / dj), 0, 3));
+      }
+    }
+    for (int e = 0; e < kQK_K; ++e) {  // e = 128n + 32s + l: bits 2s of qs[32n + l]
+      const int n = e / 128, s = (e % 128) / 32, l = e % 32;
+      b.qs[32 * n + l] = static_cast<uint8_t>(b.qs[32 * n + l] | (L[e] << (2 * s)));
+    }
+  }
+}
+
+// Q3_K: 16 sub-blocks of 16, x ~ d * sc * (L - 4) with L in [0, 7] and signed 6-bit sc
+// (the Q6_K symmetric fit with 4 levels each side, then d = max |scale| / 32). L's low 2
+// bits go to qs, its third bit to hmask (a set bit means no -4). Element order and scale
+// packing: dequant.cpp, dequant_q3_K.
+void quantize_q3_K(const float* x, BlockQ3_K* y, int64_t nb) {
+  int8_t L[kQK_K];
+  float scales[16];
+  for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+    float max_scale = 0.0f, max_abs = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_scale_sym(x + 16 * j, 16, 4, L + 16 * j);
+      if (std::fabs(scales[j]) > max_abs) {
+        max_abs = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    BlockQ3_K& b = y[i];
+    std::memset(&b, 0, sizeof(b));
+    if (max_abs < 1e-15f) continue;  // all zero: d = 0
+    const float iscale = -32.0f / max_scale;
+    b.d = f32_to_fp16(1.0f / iscale);
+    const float d = fp16_to_f32(b.d);
+    for (int j = 0; j < 16; ++j) {
+      const int ls = std::clamp(nearest(iscale * scales[j]), -32, 31);
+      const int u = ls + 32;  // the stored 6-bit value
+      b.scales[j % 8] = static_cast<uint8_t>(b.scales[j % 8] | ((u & 0xF) << (j < 8 ? 0 : 4)));
+      b.scales[8 + j % 4] = static_cast<uint8_t>(b.scales[8 + j % 4] | ((u >> 4) << (2 * (j / 4))));
+      const float dj = d * static_cast<float>(ls);
+      for (int l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<int8_t>(dj == 0.0f ? 4 : std::clamp(nearest(x[16 * j + l] / dj), -4, 3) + 4);
+      }
+    }
+    for (int e = 0; e < kQK_K; ++e) {  // e = 128n + 32s + l: bits 2s of qs[32n + l], bit 4n + s of hmask[l]
+      const int n = e / 128, s = (e % 128) / 32, l = e % 32;
+      b.qs[32 * n + l] = static_cast<uint8_t>(b.qs[32 * n + l] | ((L[e] & 3) << (2 * s)));
+      b.hmask[l] = static_cast<uint8_t>(b.hmask[l] | ((L[e] >> 2) << (4 * n + s)));
+    }
+  }
+}
+
 }  // namespace
 
 bool quantize_supported(GgmlType t) {
   switch (t) {
     case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
-    case GgmlType::Q8_0: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::Q8_K:
+    case GgmlType::Q8_0: case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K:
+    case GgmlType::Q6_K: case GgmlType::Q8_K:
       return true;
     default:
       return false;
@@ -358,6 +440,8 @@ size_t quantize_row(GgmlType t, const float* x, void* y, int64_t n) {
     case GgmlType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(y), nb); break;
     case GgmlType::Q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(y), nb); break;
     case GgmlType::Q8_0: ref::quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); break;
+    case GgmlType::Q2_K: quantize_q2_K(x, static_cast<BlockQ2_K*>(y), nb); break;
+    case GgmlType::Q3_K: quantize_q3_K(x, static_cast<BlockQ3_K*>(y), nb); break;
     case GgmlType::Q4_K: quantize_q4_K(x, static_cast<BlockQ4_K*>(y), nb); break;
     case GgmlType::Q5_K: quantize_q5_K(x, static_cast<BlockQ5_K*>(y), nb); break;
     case GgmlType::Q6_K: quantize_q6_K(x, static_cast<BlockQ6_K*>(y), nb); break;

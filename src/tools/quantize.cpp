@@ -147,6 +147,6 @@ int cmd_quantize(const std::vector<std::string>& args) {
 
 }  // namespace
 
-DS_CLI_COMMAND(quantize, "quantize an F32/F16/BF16 GGUF model (Q4_K_M, Q5_K_S, Q8_0, Q4_0)", cmd_quantize);
+DS_CLI_COMMAND(quantize, "quantize an F32/F16/BF16 GGUF model (Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0)", cmd_quantize);
 
 }  // namespace ds::cli

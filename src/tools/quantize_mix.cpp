@@ -16,6 +16,7 @@ struct MixInfo {
 };
 constexpr MixInfo kMixes[] = {
     {QuantMix::kQ4_K_M, "Q4_K_M", 15, GgmlType::Q4_K}, {QuantMix::kQ5_K_S, "Q5_K_S", 16, GgmlType::Q5_K},
+    {QuantMix::kQ3_K_M, "Q3_K_M", 12, GgmlType::Q3_K}, {QuantMix::kQ2_K, "Q2_K", 10, GgmlType::Q2_K},
     {QuantMix::kQ8_0, "Q8_0", 7, GgmlType::Q8_0},       {QuantMix::kQ4_0, "Q4_0", 2, GgmlType::Q4_0},
     {QuantMix::kF16, "F16", 1, GgmlType::F16},          {QuantMix::kBF16, "BF16", 32, GgmlType::BF16},
     {QuantMix::kF32, "F32", 0, GgmlType::F32},
@@ -53,6 +54,7 @@ GgmlType fallback(GgmlType t, int64_t row) {
     case GgmlType::Q4_K: f = GgmlType::Q5_0; break;
     case GgmlType::Q5_K: f = GgmlType::Q5_1; break;
     case GgmlType::Q6_K: f = GgmlType::Q8_0; break;
+    case GgmlType::Q2_K: case GgmlType::Q3_K: f = GgmlType::Q4_0; break;
     default: break;
   }
   return row % ggml_type_traits(f).block_size == 0 ? f : GgmlType::F16;
@@ -73,7 +75,7 @@ bool parse_quant_mix(std::string_view name, QuantMix* out) {
 }
 
 const char* quant_mix_name(QuantMix m) { return info(m).name; }
-const char* quant_mix_names() { return "Q4_K_M, Q5_K_S, Q8_0, Q4_0, F16, BF16, F32"; }
+const char* quant_mix_names() { return "Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0, F16, BF16, F32"; }
 uint32_t quant_mix_file_type(QuantMix m) { return info(m).file_type; }
 
 GgmlType choose_tensor_type(QuantMix mix, const MixTensor& t, const MixModel& m) {
@@ -84,16 +86,23 @@ GgmlType choose_tensor_type(QuantMix mix, const MixTensor& t, const MixModel& m)
   if (mix == QuantMix::kF32 || mix == QuantMix::kF16 || mix == QuantMix::kBF16) return base;
 
   GgmlType type = base;
-  const bool k_mix = mix == QuantMix::kQ4_K_M || mix == QuantMix::kQ5_K_S;
+  const bool k_mix = mix == QuantMix::kQ4_K_M || mix == QuantMix::kQ5_K_S || mix == QuantMix::kQ3_K_M ||
+                     mix == QuantMix::kQ2_K;
   const int64_t il = layer_of(name);
+  const bool more_bits = il >= 0 && use_more_bits(il, m.n_layer);
   if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {
     if (mix != QuantMix::kQ8_0) type = GgmlType::Q6_K;
   } else if (contains(name, "attn_v.weight")) {
-    if (mix == QuantMix::kQ4_K_M && il >= 0 && use_more_bits(il, m.n_layer)) type = GgmlType::Q6_K;
+    if (mix == QuantMix::kQ4_K_M && more_bits) type = GgmlType::Q6_K;
+    if (mix == QuantMix::kQ3_K_M) type = more_bits ? GgmlType::Q5_K : GgmlType::Q4_K;
+    if (mix == QuantMix::kQ2_K && more_bits) type = GgmlType::Q4_K;
     if (m.n_expert == 8 && k_mix) type = GgmlType::Q8_0;
   } else if (contains(name, "ffn_down")) {
-    if (mix == QuantMix::kQ4_K_M && il >= 0 && use_more_bits(il, m.n_layer)) type = GgmlType::Q6_K;
+    if (mix == QuantMix::kQ4_K_M && more_bits) type = GgmlType::Q6_K;
+    if (mix == QuantMix::kQ3_K_M) type = more_bits ? GgmlType::Q5_K : GgmlType::Q4_K;
+    if (mix == QuantMix::kQ2_K && more_bits) type = GgmlType::Q3_K;
   } else if (contains(name, "attn_output.weight")) {
+    if (mix == QuantMix::kQ3_K_M) type = GgmlType::Q4_K;
     if (m.n_expert == 8 && k_mix) type = GgmlType::Q5_K;
   } else if (contains(name, "attn_kv_b.weight")) {
     if (k_mix) type = GgmlType::Q8_0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -45,13 +46,16 @@ struct Bound {
 
 // Measured on 64 Ki N(0,1) values, seed 1234 (the same at sigma 0.02): Q8_0 0.0054,
 // Q8_K 0.0070, Q6_K 0.018, Q5_K 0.036, Q5_0 0.043, Q5_1 0.038, Q4_K 0.072, Q4_0 0.086,
-// Q4_1 0.079 (the GGUF ecosystem's reference quantizers land at about the same values).
+// Q4_1 0.079 (the GGUF ecosystem's reference quantizers land at about the same values),
+// Q3_K 0.153, Q2_K 0.275 (a wrong element order or scale packing gives ~1; Q2_K's scale
+// search is also checked against naive min/max below).
 // F16 / BF16 are plain roundings: 2^-11 and 2^-8 relative at most.
 const Bound kBounds[] = {
     {GgmlType::F16, 5e-4},  {GgmlType::BF16, 4e-3}, {GgmlType::Q8_0, 0.01},
     {GgmlType::Q8_K, 0.01}, {GgmlType::Q6_K, 0.03}, {GgmlType::Q5_K, 0.05},
     {GgmlType::Q5_0, 0.06}, {GgmlType::Q5_1, 0.06}, {GgmlType::Q4_K, 0.1},
-    {GgmlType::Q4_0, 0.12}, {GgmlType::Q4_1, 0.11},
+    {GgmlType::Q4_0, 0.12}, {GgmlType::Q4_1, 0.11}, {GgmlType::Q3_K, 0.18},
+    {GgmlType::Q2_K, 0.31},
 };
 
 TEST(Quantize, GaussianRoundTripWithinBounds) {
@@ -66,26 +70,28 @@ TEST(Quantize, GaussianRoundTripWithinBounds) {
   }
 }
 
-// The K-quant scale search must beat a naive min/max scale: compare Q4_K against the
-// error of 4-bit min/max quantization of each 32-element sub-block with an exact float
-// scale and min (no 6-bit scale rounding), which the search should still undercut.
-TEST(Quantize, Q4KBeatsNaiveMinMax) {
+// The K-quant scale search must beat a naive min/max scale: compare Q4_K (Q2_K) against
+// the error of 4-bit (2-bit) min/max quantization of each 32 (16)-element sub-block with an
+// exact float scale and min (no scale rounding), which the search should still undercut.
+TEST(Quantize, KQuantsBeatNaiveMinMax) {
   const auto x = gaussian(65536, 99);
-  double se = 0.0, ss = 0.0;
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float mn = x[b], mx = x[b];
-    for (int j = 1; j < 32; ++j) mn = std::min(mn, x[b + j]), mx = std::max(mx, x[b + j]);
-    const float d = (mx - mn) / 15.0f;
-    for (int j = 0; j < 32; ++j) {
-      const float q = std::nearbyint((x[b + j] - mn) / d);
-      const double err = q * d + mn - x[b + j];
-      se += err * err;
-      ss += static_cast<double>(x[b + j]) * x[b + j];
+  for (auto [t, sub, levels] : {std::tuple{GgmlType::Q4_K, 32, 15}, std::tuple{GgmlType::Q2_K, 16, 3}}) {
+    double se = 0.0, ss = 0.0;
+    for (size_t b = 0; b < x.size(); b += static_cast<size_t>(sub)) {
+      float mn = x[b], mx = x[b];
+      for (int j = 1; j < sub; ++j) mn = std::min(mn, x[b + j]), mx = std::max(mx, x[b + j]);
+      const float d = (mx - mn) / static_cast<float>(levels);
+      for (int j = 0; j < sub; ++j) {
+        const float q = std::nearbyint((x[b + j] - mn) / d);
+        const double err = q * d + mn - x[b + j];
+        se += err * err;
+        ss += static_cast<double>(x[b + j]) * x[b + j];
+      }
     }
+    const double naive = std::sqrt(se / ss);
+    const double got = rel_rmse(t, x);
+    EXPECT_LT(got, naive) << ggml_type_name(t) << " " << got << " vs naive min/max " << naive;
   }
-  const double naive = std::sqrt(se / ss);
-  const double q4k = rel_rmse(GgmlType::Q4_K, x);
-  EXPECT_LT(q4k, naive) << "Q4_K " << q4k << " vs naive min/max " << naive;
 }
 
 TEST(Quantize, ZerosAndConstants) {
@@ -116,8 +122,7 @@ TEST(Quantize, Q8MatchesActivationQuantizer) {
 TEST(Quantize, UnsupportedTypesReturnZero) {
   std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> q(1024);
-  EXPECT_EQ(quantize_row(GgmlType::Q2_K, x.data(), q.data(), 256), 0u);
-  EXPECT_EQ(quantize_row(GgmlType::Q3_K, x.data(), q.data(), 256), 0u);
+  EXPECT_EQ(quantize_row(GgmlType::Q8_1, x.data(), q.data(), 256), 0u);  // activations only
   EXPECT_EQ(quantize_row(GgmlType::Q4_K, x.data(), q.data(), 100), 0u);  // not a block multiple
 }
 
