@@ -185,6 +185,23 @@ void gemv4_q6k(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 // Q2_K: sumi = sum (sc_j & 15) * dot_j, summ = sum (sc_j >> 4) * bsums_j, then the
 // reference's dall * sumi - dmin * summ. Q3_K: sumi = sum sc_j * dot_j - 4 * sum sc_j *
 // bsums_j, then (d_a * d) * sumi.
+// The 16 signed Q3_K scales of 4 rows (kernels/ref q3_k_scales) as bytes, row r in 128-bit
+// lane r, from each row's bytes 94..109 (qs[62..63], scales[0..11], d): low 4 bits from
+// the low (j < 8) or high (j >= 8) nibble of scales[j % 8], high 2 bits from scales[8 + j % 4]
+// at bit 2 (j / 4); minus 32.
+inline __m512i q3k_scales_x4(__m512i raw) {
+  const __m512i lo_src = _mm512_shuffle_epi8(raw, _mm512_broadcast_i32x4(_mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)));
+  const __m512i hi_src = _mm512_shuffle_epi8(
+      raw, _mm512_broadcast_i32x4(_mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13)));
+  const __m512i lo = _mm512_and_si512(_mm512_mask_blend_epi8(0xFF00FF00FF00FF00ull, lo_src, _mm512_srli_epi16(lo_src, 4)),
+                                      _mm512_set1_epi8(0x0F));
+  __m512i hi = _mm512_mask_blend_epi8(0x00F000F000F000F0ull, hi_src, _mm512_srli_epi16(hi_src, 2));
+  hi = _mm512_mask_blend_epi8(0x0F000F000F000F00ull, hi, _mm512_srli_epi16(hi_src, 4));
+  hi = _mm512_mask_blend_epi8(0xF000F000F000F000ull, hi, _mm512_srli_epi16(hi_src, 6));
+  hi = _mm512_slli_epi16(_mm512_and_si512(hi, _mm512_set1_epi8(0x03)), 4);
+  return _mm512_sub_epi8(_mm512_or_si512(lo, hi), _mm512_set1_epi8(32));
+}
+
 template <bool kQ3>
 void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   using WB = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
@@ -210,7 +227,14 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     const uint8_t* wb = w0 + ib * sizeof(WB);
     __m512i s[kRows];
     __m256i off[kRows];  // per row: 8 int32 partials of sum offset_j * bsums_j
-    uint32_t dd[kRows] = {};  // per row: d (Q2_K: then dmin) as fp16 bits
+    uint32_t dd[kRows] = {};  // Q2_K, per row: d and dmin as fp16 bits
+    alignas(64) int8_t sc3[64];  // Q3_K: row r's 16 scales at 16 r
+    __m128 d3;                  // Q3_K: the 4 rows' d
+    if constexpr (kQ3) {
+      const __m512i raw = load4x16(wb + offsetof(BlockQ3_K, scales) - 2, ws);
+      _mm512_store_si512(sc3, q3k_scales_x4(raw));
+      d3 = _mm_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi16(_mm512_setr4_epi32(0x000F0007, 0x001F0017, 0, 0), raw)));
+    }
     for (int r = 0; r < kRows; ++r) {
       const WB& b = *reinterpret_cast<const WB*>(wb + r * ws);
       const __m512i v = _mm512_loadu_si512(b.qs);
@@ -224,7 +248,7 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       }
       __m256i sc16, off16;
       if constexpr (kQ3) {
-        sc16 = off16 = _mm256_cvtepi8_epi16(q3_k_scales(b.scales));
+        sc16 = off16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc3 + 16 * r)));
       } else {
         const __m256i sm = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
         sc16 = _mm256_and_si256(sm, _mm256_set1_epi16(15));
@@ -235,7 +259,7 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
                                                      _mm512_permutexvar_epi16(idx_sc[0], sc)),
                                  _mm512_packs_epi32(d[2], d[3]), _mm512_permutexvar_epi16(idx_sc[1], sc));
       off[r] = _mm256_madd_epi16(bsums, off16);
-      std::memcpy(&dd[r], &b.d, kQ3 ? sizeof(half_t) : 2 * sizeof(half_t));  // Q3_K's d ends its block
+      if constexpr (!kQ3) std::memcpy(&dd[r], &b.d, 2 * sizeof(half_t));
     }
     // Row r's sums in lane r: the products, then the offsets (rows 0, 1 and 2, 3 side by side,
     // chunk pairs added so that chunk r holds row r).
@@ -244,13 +268,13 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     const __m512i o23 = _mm512_inserti64x4(_mm512_castsi256_si512(off[2]), off[3], 1);
     const __m128i soff = reduce_chunks4(
         _mm512_add_epi32(_mm512_shuffle_i32x4(o01, o23, 0x88), _mm512_shuffle_i32x4(o01, o23, 0xDD)));
-    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd)));  // d0 m0 d1 m1 ...
-    const __m128 d4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0x88);
     const __m128 ad = _mm_set1_ps(ab.d);
     if constexpr (kQ3) {
       const __m128i si = _mm_sub_epi32(sumi, _mm_slli_epi32(soff, 2));
-      acc = _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(ad, d4), _mm_cvtepi32_ps(si)));
+      acc = _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(ad, d3), _mm_cvtepi32_ps(si)));
     } else {
+      const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd)));  // d0 m0 d1 m1 ...
+      const __m128 d4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0x88);
       const __m128 m4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0xDD);
       const __m128 dall = _mm_mul_ps(ad, d4), dmin = _mm_mul_ps(ad, m4);
       acc = _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(dall, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(soff))));
