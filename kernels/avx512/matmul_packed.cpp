@@ -23,7 +23,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
+#include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/avx512/panel_kquant.h"
 #include "kernels/quant/repack.h"
@@ -259,8 +261,70 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-// The 32-block types (Q8_0, Q5_0): the panel kernels, which read packed blocks with plain
-// loads and prefetch each panel's stream; one panel at a time, as above.
+// One or two activation rows against packed Q4_0 / Q5_0 panels (kQh: Q5_0), one panel
+// after the other with the prefetch above. The panel kernels' form (signed weights against
+// activations biased by 128, each block's -128 * sum(w) from 8 more dpbusd) costs as much
+// as the product itself for one row; here the weights stay unsigned (q, 0..15 or 0..31)
+// against the signed activation, and the offset comes back as off * (the activation
+// block's sum), computed once per call: the same exact integer sum per (row, block), then
+// the reference's float step ([QUANT_EXACT]).
+constexpr int64_t kFused32MaxBlocks = 1024;  // activation sums on the stack: n_in <= 32768
+
+template <bool kQh, int NT>
+void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  using WB = std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>;
+  constexpr int kDwords = kQh ? 5 : 4, kOffShift = kQh ? 4 : 3;
+  constexpr size_t kBlk = kPanelRows * sizeof(WB);
+  const int64_t nb = m.n_in / 32;
+  const BlockQ8_0* a[NT];
+  int32_t asum[NT][kFused32MaxBlocks];
+  float ad[NT][kFused32MaxBlocks];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][ib].qs));
+      const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);  // pairs, exact
+      asum[t][ib] = hsum_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+      ad[t][ib] = half_to_float(a[t][ib].d);
+    }
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+  for (int64_t r = pb; r < pe; r += kPanelRows) {
+    const uint8_t* pk = packed_panel(m, r);
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const uint8_t* blk = pk + static_cast<size_t>(ib) * kBlk;
+      const char* pf = reinterpret_cast<const char*>(blk) + 2 * kBlk;
+      for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+      __mmask64 set[8];
+      if constexpr (kQh) fifth_bit_masks(_mm512_loadu_si512(blk), set);
+      __m512i s[NT];
+      for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+      for (int k = 0; k < 4; ++k) {
+        const __m512i v = _mm512_loadu_si512(blk + 64 * (k + (kQh ? 1 : 0)));
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+        if constexpr (kQh) {
+          lo = _mm512_mask_add_epi8(lo, set[k], lo, sixteen);
+          hi = _mm512_mask_add_epi8(hi, set[k + 4], hi, sixteen);
+        }
+        for (int t = 0; t < NT; ++t) {  // elements 4k.. (low nibbles) and 16 + 4k.. (high)
+          s[t] = dpbusd_bcast(s[t], lo, a[t][ib].qs + 4 * k);
+          s[t] = dpbusd_bcast(s[t], hi, a[t][ib].qs + 16 + 4 * k);
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
+      for (int t = 0; t < NT; ++t) {
+        const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(asum[t][ib] << kOffShift));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib]))));
+      }
+    }
+    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(m.out + t * m.out_stride + r, acc[t]);
+  }
+}
+
+// The 32-block types (Q8_0; Q4_0 and Q5_0 from 3 rows on): the panel kernels, which read
+// packed blocks with plain loads and prefetch each panel's stream; one panel at a time.
 void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
   MatmulArgs one = m;
   for (int64_t r = pb; r < pe; r += kPanelRows) {
@@ -279,7 +343,14 @@ void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
     case GgmlType::Q5_K:
       return mid ? small_batch<KindK4<BlockQ5_K, true>, true>(m, pb, pe) : small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
-    case GgmlType::Q8_0: case GgmlType::Q5_0: return small_batch32(m, pb, pe);
+    case GgmlType::Q4_0: case GgmlType::Q5_0:
+      if (m.n_in / 32 <= kFused32MaxBlocks && m.n_tok <= 2) {
+        const bool q5 = m.wtype == GgmlType::Q5_0;
+        if (m.n_tok == 1) return q5 ? small_batch32_fused<true, 1>(m, pb, pe) : small_batch32_fused<false, 1>(m, pb, pe);
+        return q5 ? small_batch32_fused<true, 2>(m, pb, pe) : small_batch32_fused<false, 2>(m, pb, pe);
+      }
+      return small_batch32(m, pb, pe);
+    case GgmlType::Q8_0: return small_batch32(m, pb, pe);
     default: return;
   }
 }

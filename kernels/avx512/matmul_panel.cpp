@@ -214,17 +214,6 @@ inline void nibbles_panel(const __m512i* qs, Panel32& p) {
     p.q[g + 4] = _mm512_and_si512(_mm512_srli_epi32(qs[g], 4), m4);
   }
 }
-// Masks of the elements whose 5th bit is set (Q5 types): bit j of the row's 32-bit qh is
-// element j's; group g's bits 4g..4g+3 sit in byte g / 2 of the dword, which a byte
-// shuffle copies to the group's four bytes, each then tested against its own bit.
-inline void fifth_bit_masks(__m512i h, __mmask64* set) {
-  const __m512i lane_base = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);  // dword d: byte 4d
-  for (int g = 0; g < 8; ++g) {
-    const __m512i rep = _mm512_shuffle_epi8(h, _mm512_add_epi8(lane_base, _mm512_set1_epi8(static_cast<char>(g / 2))));
-    const int sh = 4 * (g % 2);
-    set[g] = _mm512_test_epi8_mask(rep, _mm512_set1_epi32(static_cast<int>(0x08040201u << sh)));
-  }
-}
 inline __m512 half_lo(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)))); }
 inline __m512 half_hi(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
 
@@ -275,7 +264,7 @@ struct P32Nibbles {
       p.bias = bias_of(p);
     }
   }
-  // From a packed block (repack.h; offset types, of which only Q5_0 is packed): qh (Q5),
+  // From a packed block (repack.h; offset types, of which Q4_0 and Q5_0 are packed): qh (Q5),
   // the 4 quant dwords, then the 16 rows' d (blocks of 16 rows are not 64-byte multiples:
   // unaligned loads).
   static void unpack_packed(const uint8_t* blk, Panel32& p) {

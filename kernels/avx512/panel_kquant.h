@@ -456,4 +456,17 @@ inline void unpack_q3k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
   p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
 }
 
+// 32-blocks (matmul_panel.cpp, matmul_packed.cpp). Masks of the elements whose 5th bit is
+// set (Q5 types): bit j of the row's 32-bit qh is element j's; group g's bits 4g..4g+3 sit
+// in byte g / 2 of the dword, which a byte shuffle copies to the group's four bytes, each
+// then tested against its own bit.
+[[gnu::always_inline]] inline void fifth_bit_masks(__m512i h, __mmask64* set) {
+  const __m512i lane_base = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);  // dword d: byte 4d
+  for (int g = 0; g < 8; ++g) {
+    const __m512i rep = _mm512_shuffle_epi8(h, _mm512_add_epi8(lane_base, _mm512_set1_epi8(static_cast<char>(g / 2))));
+    const int sh = 4 * (g % 2);
+    set[g] = _mm512_test_epi8_mask(rep, _mm512_set1_epi32(static_cast<int>(0x08040201u << sh)));
+  }
+}
+
 }  // namespace ds::avx512

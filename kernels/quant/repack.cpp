@@ -6,7 +6,8 @@
 namespace ds {
 
 bool repack_supported(GgmlType t) {
-  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q5_0;
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ||
+         t == GgmlType::Q4_0;
 }
 
 namespace {
@@ -15,7 +16,7 @@ namespace {
 template <class F>
 void for_each_piece(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, F&& f) {
   const GgmlTypeTraits tr = ggml_type_traits(t);
-  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ? 2 : 0;  // the fp16 d, moved behind
+  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2 : 0;  // the fp16 d, moved behind
   const size_t bb = static_cast<size_t>(tr.type_size), nd = (bb - head) / 4, rest = (bb - head) % 4;
   const int64_t nb = n_in / tr.block_size;
   for (int64_t p = p0; p < p1; ++p) {

@@ -4,13 +4,14 @@
 // the 16 * row_stride bytes they had, at the same offset.
 //
 // Within panel p, block ib starts at p * 16 * row_stride + ib * 16 * block_bytes. A block's
-// first `head` bytes (the fp16 d of Q8_0 and Q5_0: 2; none for the K-quants) go behind the
+// first `head` bytes (the fp16 d of Q8_0, Q5_0 and Q4_0: 2; none for the K-quants) go behind the
 // rest, so that the quants start dword-aligned: dword k (k < (block_bytes - head) / 4) of
 // the block's bytes from `head` on, of row r, is at 64 * k + 4 * r; the last
 // (block_bytes - head) % 4 bytes (2 for Q6_K, else none) of row r at 64 * nd + 2 * r, and
 // the head of row r at 64 * nd + head * r (nd: the number of dwords).
 //   Q8_0 (34 bytes): quant dwords 0-7, then the 16 rows' d (512 + 2 r).
 //   Q5_0 (22 bytes): qh (dword 0), qs dwords 1-4, then d (320 + 2 r).
+//   Q4_0 (18 bytes): qs dwords 0-3, then d (256 + 2 r).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +22,7 @@ namespace ds {
 
 constexpr int kPanelRows = 16;
 
-// Types with packed kernels (AVX-512): Q4_K, Q5_K, Q6_K, Q8_0, Q5_0.
+// Types with packed kernels (AVX-512): Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q4_0.
 bool repack_supported(GgmlType t);
 
 // Packs panels [p0, p1) of the matrix with rows row_stride bytes apart (n_in elements of

@@ -226,7 +226,9 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
-    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0 && t != GgmlType::Q2_K && t != GgmlType::Q3_K) continue;
+    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0 && t != GgmlType::Q4_0 && t != GgmlType::Q2_K &&
+        t != GgmlType::Q3_K)
+      continue;
     // The same on the packed panels (weights repacked at load, docs/repack.md).
     if (ds::repack_supported(t))
       for (int64_t n_tok : {1, 2, 4, 8}) {
