@@ -261,19 +261,20 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-// One or two activation rows against packed Q4_0 / Q5_0 panels (kQh: Q5_0), one panel
-// after the other with the prefetch above. The panel kernels' form (signed weights against
-// activations biased by 128, each block's -128 * sum(w) from 8 more dpbusd) costs as much
-// as the product itself for one row; here the weights stay unsigned (q, 0..15 or 0..31)
-// against the signed activation, and the offset comes back as off * (the activation
-// block's sum), computed once per call: the same exact integer sum per (row, block), then
-// the reference's float step ([QUANT_EXACT]).
+// One or two activation rows against packed Q4_0 / Q5_0 / Q8_0 panels, one panel after the
+// other with the prefetch above. The panel kernels' form (signed weights against activations
+// biased by 128, each block's -128 * sum(w) from 8 more dpbusd) costs as much as the product
+// itself for one row; here the weights are unsigned (Q4_0/Q5_0: q, 0..15 or 0..31; Q8_0:
+// w + 128 by an xor) against the signed activation, and the offset (8, 16 or 128) comes
+// back as offset * (the activation block's sum), computed once per call: the same exact
+// integer sum per (row, block), then the reference's float step ([QUANT_EXACT]).
 constexpr int64_t kFused32MaxBlocks = 1024;  // activation sums on the stack: n_in <= 32768
 
-template <bool kQh, int NT>
+template <GgmlType kType, int NT>
 void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  using WB = std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>;
-  constexpr int kDwords = kQh ? 5 : 4, kOffShift = kQh ? 4 : 3;
+  constexpr bool kQ8 = kType == GgmlType::Q8_0, kQh = kType == GgmlType::Q5_0;
+  using WB = std::conditional_t<kQ8, BlockQ8_0, std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>>;
+  constexpr int kDwords = (sizeof(WB) - 2) / 4, kOffShift = kQ8 ? 7 : (kQh ? 4 : 3);
   constexpr size_t kBlk = kPanelRows * sizeof(WB);
   const int64_t nb = m.n_in / 32;
   const BlockQ8_0* a[NT];
@@ -288,7 +289,7 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
       ad[t][ib] = half_to_float(a[t][ib].d);
     }
   }
-  const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16), bias = _mm512_set1_epi8(-128);
   for (int64_t r = pb; r < pe; r += kPanelRows) {
     const uint8_t* pk = packed_panel(m, r);
     __m512 acc[NT];
@@ -297,20 +298,27 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
       const uint8_t* blk = pk + static_cast<size_t>(ib) * kBlk;
       const char* pf = reinterpret_cast<const char*>(blk) + 2 * kBlk;
       for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
-      __mmask64 set[8];
-      if constexpr (kQh) fifth_bit_masks(_mm512_loadu_si512(blk), set);
       __m512i s[NT];
       for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
-      for (int k = 0; k < 4; ++k) {
-        const __m512i v = _mm512_loadu_si512(blk + 64 * (k + (kQh ? 1 : 0)));
-        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
-        if constexpr (kQh) {
-          lo = _mm512_mask_add_epi8(lo, set[k], lo, sixteen);
-          hi = _mm512_mask_add_epi8(hi, set[k + 4], hi, sixteen);
+      if constexpr (kQ8) {
+        for (int g = 0; g < 8; ++g) {  // elements 4g..4g+3
+          const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(blk + 64 * g), bias);
+          for (int t = 0; t < NT; ++t) s[t] = dpbusd_bcast(s[t], w, a[t][ib].qs + 4 * g);
         }
-        for (int t = 0; t < NT; ++t) {  // elements 4k.. (low nibbles) and 16 + 4k.. (high)
-          s[t] = dpbusd_bcast(s[t], lo, a[t][ib].qs + 4 * k);
-          s[t] = dpbusd_bcast(s[t], hi, a[t][ib].qs + 16 + 4 * k);
+      } else {
+        __mmask64 set[8];
+        if constexpr (kQh) fifth_bit_masks(_mm512_loadu_si512(blk), set);
+        for (int k = 0; k < 4; ++k) {
+          const __m512i v = _mm512_loadu_si512(blk + 64 * (k + (kQh ? 1 : 0)));
+          __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+          if constexpr (kQh) {
+            lo = _mm512_mask_add_epi8(lo, set[k], lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, set[k + 4], hi, sixteen);
+          }
+          for (int t = 0; t < NT; ++t) {  // elements 4k.. (low nibbles) and 16 + 4k.. (high)
+            s[t] = dpbusd_bcast(s[t], lo, a[t][ib].qs + 4 * k);
+            s[t] = dpbusd_bcast(s[t], hi, a[t][ib].qs + 16 + 4 * k);
+          }
         }
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
@@ -323,8 +331,14 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-// The 32-block types (Q8_0; Q4_0 and Q5_0 from 3 rows on): the panel kernels, which read
-// packed blocks with plain loads and prefetch each panel's stream; one panel at a time.
+template <GgmlType kType>
+void small_batch32_fused_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  if (m.n_tok == 1) return small_batch32_fused<kType, 1>(m, pb, pe);
+  small_batch32_fused<kType, 2>(m, pb, pe);
+}
+
+// The 32-block types from 3 rows on: the panel kernels, which read packed blocks with plain
+// loads and prefetch each panel's stream; one panel at a time.
 void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
   MatmulArgs one = m;
   for (int64_t r = pb; r < pe; r += kPanelRows) {
@@ -343,14 +357,11 @@ void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
     case GgmlType::Q5_K:
       return mid ? small_batch<KindK4<BlockQ5_K, true>, true>(m, pb, pe) : small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
-    case GgmlType::Q4_0: case GgmlType::Q5_0:
-      if (m.n_in / 32 <= kFused32MaxBlocks && m.n_tok <= 2) {
-        const bool q5 = m.wtype == GgmlType::Q5_0;
-        if (m.n_tok == 1) return q5 ? small_batch32_fused<true, 1>(m, pb, pe) : small_batch32_fused<false, 1>(m, pb, pe);
-        return q5 ? small_batch32_fused<true, 2>(m, pb, pe) : small_batch32_fused<false, 2>(m, pb, pe);
-      }
-      return small_batch32(m, pb, pe);
-    case GgmlType::Q8_0: return small_batch32(m, pb, pe);
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0:
+      if (m.n_in / 32 > kFused32MaxBlocks || m.n_tok > 2) return small_batch32(m, pb, pe);
+      if (m.wtype == GgmlType::Q4_0) return small_batch32_fused_dispatch<GgmlType::Q4_0>(m, pb, pe);
+      if (m.wtype == GgmlType::Q5_0) return small_batch32_fused_dispatch<GgmlType::Q5_0>(m, pb, pe);
+      return small_batch32_fused_dispatch<GgmlType::Q8_0>(m, pb, pe);
     default: return;
   }
 }

@@ -226,7 +226,8 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
-    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0 && t != GgmlType::Q4_0 && t != GgmlType::Q2_K &&
+    if (t != GgmlType::Q4_K && t != GgmlType::Q6_K && t != GgmlType::Q5_0 && t != GgmlType::Q4_0 && t != GgmlType::Q8_0 &&
+        t != GgmlType::Q2_K &&
         t != GgmlType::Q3_K)
       continue;
     // The same on the packed panels (weights repacked at load, docs/repack.md).
