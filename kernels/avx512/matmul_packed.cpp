@@ -173,6 +173,45 @@ template <bool kHasQh, int NT>
   for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], summ[t]);
 }
 
+// NT (1 or 2) activation rows against one packed Q2_K / Q3_K superblock of 16 rows, the
+// quants decoded straight into the products (the same integer sums and float step as
+// unpack_q2k/q3k_packed + accumulate_q2k / accumulate_q6k<NT, 2>). Each sub-block's four
+// groups are one dpbusd chain per row; its scale is applied with one mullo.
+template <bool kQ3, int NT>
+[[gnu::always_inline]] inline void k23_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
+  const auto line = [&](int k) { return _mm512_loadu_si512(blk + 64 * k); };
+  constexpr int kQs = kQ3 ? kPackedQ3kQs : kPackedQ2kQs;
+  const auto qs = [&](int k) { return line(kQs + k); };
+  std::conditional_t<kQ3, PanelQ6K, PanelQ2K> p;  // scales only (p.q stays unused)
+  if constexpr (kQ3) {
+    decode_q3k_scales(line(kPackedQ3kScales), line(kPackedQ3kScales + 1), line(kPackedQ3kScales + 2), p);
+    p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kPackedQ3kD)));
+  } else {
+    const __m512i scw[4] = {line(0), line(1), line(2), line(3)};
+    decode_q2k_scales(scw, line(kPackedQ2kD), p);
+  }
+  __m512i sumi[NT], off[NT];
+  for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+  for (int j = 0; j < 16; ++j) {
+    __m512i st[NT];
+    for (int t = 0; t < NT; ++t) st[t] = _mm512_setzero_si512();
+    for (int g = 0; g < 4; ++g) {
+      __m512i q;
+      if constexpr (kQ3) q = k3_group(qs, line, j, g);
+      else q = k23_group(qs, j, g);
+      for (int t = 0; t < NT; ++t) st[t] = dpbusd_bcast(st[t], q, a[t]->qs + 16 * j + 4 * g);
+    }
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(st[t], p.sc[j]));
+  }
+  if constexpr (kQ3) {
+    bsum_pair_sums<NT>(p.sp, a, off);
+    for (int t = 0; t < NT; ++t) acc[t] = q6k_block_step<2>(acc[t], a[t]->d, p.d, sumi[t], off[t]);
+  } else {
+    bsum_pair_sums<NT>(p.mp, a, off);
+    for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], off[t]);
+  }
+}
+
 template <class WB, bool kHasQh>
 struct KindK4 {
   using Panel = PanelK4;
@@ -196,6 +235,24 @@ struct KindQ6K {
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
   static constexpr bool kFusedRows = false;  // 3-8 rows unpack (k4_rows' Q6_K form did not help)
+};
+
+template <bool kQ3>
+struct KindK23 {
+  using Panel = std::conditional_t<kQ3, PanelQ6K, PanelQ2K>;
+  static constexpr size_t kBlockBytes = kQ3 ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K);
+  static void unpack(const uint8_t* blk, Panel& p) {
+    if constexpr (kQ3) unpack_q3k_packed(blk, p);
+    else unpack_q2k_packed(blk, p);
+  }
+  template <int NT>
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k23_tokens<kQ3, NT>(blk, a, acc); }
+  template <int NT>
+  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
+    if constexpr (kQ3) accumulate_q6k<NT, 2>(p, a, acc);
+    else accumulate_q2k<NT>(p, a, acc);
+  }
+  static constexpr bool kFusedRows = false;
 };
 
 // Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), nt <= kSmallMaxTok,
@@ -357,6 +414,8 @@ void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
     case GgmlType::Q5_K:
       return mid ? small_batch<KindK4<BlockQ5_K, true>, true>(m, pb, pe) : small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
+    case GgmlType::Q2_K: return small_batch<KindK23<false>>(m, pb, pe);
+    case GgmlType::Q3_K: return small_batch<KindK23<true>>(m, pb, pe);
     case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0:
       if (m.n_in / 32 > kFused32MaxBlocks || m.n_tok > 2) return small_batch32(m, pb, pe);
       if (m.wtype == GgmlType::Q4_0) return small_batch32_fused_dispatch<GgmlType::Q4_0>(m, pb, pe);

@@ -98,12 +98,11 @@ void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
     for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0 + 16 * r, acc[r][t]);
 }
 
-// The K-quants with 16 sub-blocks of 16 (Q6_K, which also has a packed form, Q3_K, Q2_K):
-// one 16-row panel per call.
+// The K-quants with 16 sub-blocks of 16 (Q6_K, Q3_K, Q2_K), from the file's layout or the
+// packed one: one 16-row panel per call.
 struct KindQ6K {
   using WB = BlockQ6_K;
   using Panel = PanelQ6K;
-  static constexpr bool kPacked = true;
   static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
     unpack_q6k_rows(row0, stride, vidx, p);
   }
@@ -116,11 +115,10 @@ struct KindQ6K {
 struct KindQ3K {
   using WB = BlockQ3_K;
   using Panel = PanelQ6K;
-  static constexpr bool kPacked = false;
   static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
     unpack_q3k_rows(row0, stride, vidx, p);
   }
-  static void unpack_packed(const uint8_t*, Panel&) {}
+  static void unpack_packed(const uint8_t* blk, Panel& p) { unpack_q3k_packed(blk, p); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
     accumulate_q6k<NT, 2>(p, a, acc);
@@ -129,11 +127,10 @@ struct KindQ3K {
 struct KindQ2K {
   using WB = BlockQ2_K;
   using Panel = PanelQ2K;
-  static constexpr bool kPacked = false;
   static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
     unpack_q2k_rows(row0, stride, vidx, p);
   }
-  static void unpack_packed(const uint8_t*, Panel&) {}
+  static void unpack_packed(const uint8_t* blk, Panel& p) { unpack_q2k_packed(blk, p); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
     accumulate_q2k<NT>(p, a, acc);
@@ -150,7 +147,7 @@ void panel_k16(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   typename K::Panel p;
   const int64_t nb = m.n_in / kQK_K;
-  const uint8_t* pk = K::kPacked ? packed_panel(m, r0) : nullptr;
+  const uint8_t* pk = packed_panel(m, r0);
   for (int64_t ib = 0; ib < nb; ++ib) {
     if (pk) {
       K::unpack_packed(pk + ib * kPanelRows * sizeof(WB), p);

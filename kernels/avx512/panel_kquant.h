@@ -398,15 +398,9 @@ struct PanelQ2K {
   __m512 d, dmin;
 };
 
-inline void unpack_q2k_rows(const uint8_t* row0, size_t stride, __m512i vidx, PanelQ2K& p) {
-  static_assert(offsetof(BlockQ2_K, qs) == 16 && offsetof(BlockQ2_K, d) == 80 && sizeof(BlockQ2_K) == 84);
-  __m512i qs[16], scw[4];
-  load_transposed(row0 + offsetof(BlockQ2_K, qs), stride, qs);
-  load_dwords4(row0, stride, scw);  // scales[16]
-  for (int j = 0; j < 16; ++j) {
-    const int n = j / 8, s = (j % 8) / 2, dw0 = (32 * n + 16 * (j % 2)) / 4;
-    for (int g = 0; g < 4; ++g) p.q[j][g] = k23_low_bits(qs[dw0 + g], s);
-  }
+// Q2_K scales and mins from the scales dwords scw[k] (bytes 4k..4k+3 of each row), and d,
+// dmin from dd (d | dmin << 16 per row).
+inline void decode_q2k_scales(const __m512i* scw, __m512i dd, PanelQ2K& p) {
   const __m512i m4 = _mm512_set1_epi32(0x0F);
   __m512i mins[16];
   for (int j = 0; j < 16; ++j) {
@@ -414,9 +408,43 @@ inline void unpack_q2k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
     mins[j] = _mm512_and_si512(_mm512_srli_epi32(scw[j / 4], 8 * (j % 4) + 4), m4);
   }
   for (int k = 0; k < 8; ++k) p.mp[k] = _mm512_or_si512(mins[2 * k], _mm512_slli_epi32(mins[2 * k + 1], 16));
-  const __m512i dd = gather_dwords(row0 + offsetof(BlockQ2_K, d), vidx);  // d | dmin << 16
   p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dd, _mm512_set1_epi32(0xFFFF))));
   p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+}
+
+// Sub-block j's group g from the qs dwords QS(k) (the Q2_K / Q3_K low bits).
+template <class QS>
+[[gnu::always_inline]] inline __m512i k23_group(QS qs, int j, int g) {
+  const int n = j / 8, s = (j % 8) / 2, dw0 = (32 * n + 16 * (j % 2)) / 4;
+  return k23_low_bits(qs(dw0 + g), s);
+}
+// Q3_K: group g of sub-block j with its third bit from the hmask dwords HM(k).
+template <class QS, class HM>
+[[gnu::always_inline]] inline __m512i k3_group(QS qs, HM hm, int j, int g) {
+  const int n = j / 8, s = (j % 8) / 2;
+  const __m512i hbit = _mm512_and_si512(_mm512_srli_epi32(hm(4 * (j % 2) + g), 4 * n + s), _mm512_set1_epi8(1));
+  return _mm512_or_si512(k23_group(qs, j, g), _mm512_slli_epi32(hbit, 2));
+}
+
+inline void unpack_q2k_rows(const uint8_t* row0, size_t stride, __m512i vidx, PanelQ2K& p) {
+  static_assert(offsetof(BlockQ2_K, qs) == 16 && offsetof(BlockQ2_K, d) == 80 && sizeof(BlockQ2_K) == 84);
+  __m512i qs[16], scw[4];
+  load_transposed(row0 + offsetof(BlockQ2_K, qs), stride, qs);
+  load_dwords4(row0, stride, scw);  // scales[16]
+  for (int j = 0; j < 16; ++j)
+    for (int g = 0; g < 4; ++g) p.q[j][g] = k23_group([&](int k) { return qs[k]; }, j, g);
+  decode_q2k_scales(scw, gather_dwords(row0 + offsetof(BlockQ2_K, d), vidx), p);
+}
+
+// Packed (repack.h, 21 dwords per row): lines 0-3 scales, 4-19 qs, 20 d | dmin.
+constexpr int kPackedQ2kQs = 4, kPackedQ2kD = 20;
+inline void unpack_q2k_packed(const uint8_t* blk, PanelQ2K& p) {
+  const auto qs = [&](int k) { return _mm512_loadu_si512(blk + 64 * (kPackedQ2kQs + k)); };
+  for (int j = 0; j < 16; ++j)
+    for (int g = 0; g < 4; ++g) p.q[j][g] = k23_group(qs, j, g);
+  const __m512i scw[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
+                          _mm512_loadu_si512(blk + 192)};
+  decode_q2k_scales(scw, _mm512_loadu_si512(blk + 64 * kPackedQ2kD), p);
 }
 
 template <int NT>
@@ -431,6 +459,16 @@ template <int NT>
 // Q3_K scales (kernels/ref q3_k_scales), per row from the scales dwords w0 (bytes 0-3), w1
 // (4-7), w2 (8-11): low 4 bits from the low (j < 8) or high (j >= 8) nibble of byte j % 8,
 // high 2 bits from byte 8 + j % 4 at bit 2 (j / 4); minus 32.
+inline void decode_q3k_scales(__m512i w0, __m512i w1, __m512i w2, PanelQ6K& p) {
+  const __m512i w01[2] = {w0, w1};
+  for (int j = 0; j < 16; ++j) {
+    const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(w01[(j % 8) / 4], 8 * (j % 4) + 4 * (j / 8)), _mm512_set1_epi32(0x0F));
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(w2, 8 * (j % 4) + 2 * (j / 4)), _mm512_set1_epi32(0x03));
+    p.sc[j] = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+  }
+  for (int k = 0; k < 8; ++k) p.sp[k] = scale_pair(p.sc[2 * k], p.sc[2 * k + 1]);
+}
+
 inline void unpack_q3k_rows(const uint8_t* row0, size_t stride, __m512i vidx, PanelQ6K& p) {
   static_assert(offsetof(BlockQ3_K, qs) == 32 && offsetof(BlockQ3_K, scales) == 96 && offsetof(BlockQ3_K, d) == 108);
   __m512i qs[16], hm[16], w[4];
@@ -438,22 +476,24 @@ inline void unpack_q3k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
   load_transposed(row0, stride, hm);  // hmask[32], then the first 32 qs bytes (unused)
   // Bytes 92-107: the last qs dword (unused), then scales[0..11].
   load_dwords4(row0 + offsetof(BlockQ3_K, scales) - 4, stride, w);
-  for (int j = 0; j < 16; ++j) {
-    const int n = j / 8, s = (j % 8) / 2, dw0 = (32 * n + 16 * (j % 2)) / 4;
-    for (int g = 0; g < 4; ++g) {
-      const __m512i hbit = _mm512_and_si512(_mm512_srli_epi32(hm[4 * (j % 2) + g], 4 * n + s), _mm512_set1_epi8(1));
-      p.q[j][g] = _mm512_or_si512(k23_low_bits(qs[dw0 + g], s), _mm512_slli_epi32(hbit, 2));
-    }
-  }
-  for (int j = 0; j < 16; ++j) {
-    const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(w[1 + (j % 8) / 4], 8 * (j % 4) + 4 * (j / 8)), _mm512_set1_epi32(0x0F));
-    const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(w[3], 8 * (j % 4) + 2 * (j / 4)), _mm512_set1_epi32(0x03));
-    p.sc[j] = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
-  }
-  for (int k = 0; k < 8; ++k) p.sp[k] = scale_pair(p.sc[2 * k], p.sc[2 * k + 1]);
+  for (int j = 0; j < 16; ++j)
+    for (int g = 0; g < 4; ++g) p.q[j][g] = k3_group([&](int k) { return qs[k]; }, [&](int k) { return hm[k]; }, j, g);
+  decode_q3k_scales(w[1], w[2], w[3], p);
   // d sits in the block's last two bytes: gather the dword ending there (in bounds).
   const __m512i dd = gather_dwords(row0 + offsetof(BlockQ3_K, d) - 2, vidx);
   p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+}
+
+// Packed (repack.h, 27 dwords and 2 bytes per row): lines 0-7 hmask, 8-23 qs, 24-26 scales,
+// then the 16 rows' d (2 bytes each).
+constexpr int kPackedQ3kQs = 8, kPackedQ3kScales = 24, kPackedQ3kD = 27;
+inline void unpack_q3k_packed(const uint8_t* blk, PanelQ6K& p) {
+  const auto line = [&](int k) { return _mm512_loadu_si512(blk + 64 * k); };
+  for (int j = 0; j < 16; ++j)
+    for (int g = 0; g < 4; ++g)
+      p.q[j][g] = k3_group([&](int k) { return line(kPackedQ3kQs + k); }, line, j, g);
+  decode_q3k_scales(line(kPackedQ3kScales), line(kPackedQ3kScales + 1), line(kPackedQ3kScales + 2), p);
+  p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kPackedQ3kD)));
 }
 
 // 32-blocks (matmul_panel.cpp, matmul_packed.cpp). Masks of the elements whose 5th bit is

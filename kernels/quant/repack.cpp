@@ -7,7 +7,7 @@ namespace ds {
 
 bool repack_supported(GgmlType t) {
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ||
-         t == GgmlType::Q4_0;
+         t == GgmlType::Q4_0 || t == GgmlType::Q2_K || t == GgmlType::Q3_K;
 }
 
 namespace {

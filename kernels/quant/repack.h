@@ -12,6 +12,8 @@
 //   Q8_0 (34 bytes): quant dwords 0-7, then the 16 rows' d (512 + 2 r).
 //   Q5_0 (22 bytes): qh (dword 0), qs dwords 1-4, then d (320 + 2 r).
 //   Q4_0 (18 bytes): qs dwords 0-3, then d (256 + 2 r).
+//   Q2_K (84 bytes): scales dwords 0-3, qs 4-19, d | dmin 20.
+//   Q3_K (110 bytes): hmask dwords 0-7, qs 8-23, scales 24-26, then d (1728 + 2 r).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +24,7 @@ namespace ds {
 
 constexpr int kPanelRows = 16;
 
-// Types with packed kernels (AVX-512): Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q4_0.
+// Types with packed kernels (AVX-512): Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q4_0.
 bool repack_supported(GgmlType t);
 
 // Packs panels [p0, p1) of the matrix with rows row_stride bytes apart (n_in elements of

@@ -22,8 +22,8 @@
 namespace ds::test {
 namespace {
 
-const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
-                               GgmlType::Q4_0};
+const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0,
+                               GgmlType::Q5_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K};
 
 // Bytes at a block's start that the packed layout moves behind its dwords (repack.h).
 size_t head_bytes(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2 : 0; }
