@@ -99,41 +99,27 @@ void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
 }
 
 // The K-quants with 16 sub-blocks of 16 (Q6_K, Q3_K, Q2_K), from the file's layout or the
-// packed one: one 16-row panel per call.
-struct KindQ6K {
-  using WB = BlockQ6_K;
-  using Panel = PanelQ6K;
+// packed one: one 16-row panel per call. Q3_K shares Q6_K's panel (signed scales, the
+// offset through the bsums, shift 2 instead of 5); Q2_K has its mins.
+template <GgmlType kType>
+struct K16 {
+  static constexpr bool kQ6 = kType == GgmlType::Q6_K, kQ3 = kType == GgmlType::Q3_K;
+  using WB = std::conditional_t<kQ6, BlockQ6_K, std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>>;
+  using Panel = std::conditional_t<kQ6 || kQ3, PanelQ6K, PanelQ2K>;
   static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
-    unpack_q6k_rows(row0, stride, vidx, p);
+    if constexpr (kQ6) unpack_q6k_rows(row0, stride, vidx, p);
+    else if constexpr (kQ3) unpack_q3k_rows(row0, stride, vidx, p);
+    else unpack_q2k_rows(row0, stride, vidx, p);
   }
-  static void unpack_packed(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
+  static void unpack_packed(const uint8_t* blk, Panel& p) {
+    if constexpr (kQ6) unpack_q6k_packed(blk, p);
+    else if constexpr (kQ3) unpack_q3k_packed(blk, p);
+    else unpack_q2k_packed(blk, p);
+  }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
-    accumulate_q6k<NT>(p, a, acc);
-  }
-};
-struct KindQ3K {
-  using WB = BlockQ3_K;
-  using Panel = PanelQ6K;
-  static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
-    unpack_q3k_rows(row0, stride, vidx, p);
-  }
-  static void unpack_packed(const uint8_t* blk, Panel& p) { unpack_q3k_packed(blk, p); }
-  template <int NT>
-  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
-    accumulate_q6k<NT, 2>(p, a, acc);
-  }
-};
-struct KindQ2K {
-  using WB = BlockQ2_K;
-  using Panel = PanelQ2K;
-  static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
-    unpack_q2k_rows(row0, stride, vidx, p);
-  }
-  static void unpack_packed(const uint8_t* blk, Panel& p) { unpack_q2k_packed(blk, p); }
-  template <int NT>
-  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
-    accumulate_q2k<NT>(p, a, acc);
+    if constexpr (kQ6 || kQ3) accumulate_q6k<NT, kQ6 ? 5 : 2>(p, a, acc);
+    else accumulate_q2k<NT>(p, a, acc);
   }
 };
 
@@ -433,9 +419,9 @@ int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   switch (m.wtype) {
     case GgmlType::Q4_K: pair ? panel_k4x2<BlockQ4_K, false>(m, r0, t0, nt) : panel_k4<BlockQ4_K, false>(m, r0, t0, nt); break;
     case GgmlType::Q5_K: pair ? panel_k4x2<BlockQ5_K, true>(m, r0, t0, nt) : panel_k4<BlockQ5_K, true>(m, r0, t0, nt); break;
-    case GgmlType::Q6_K: panel_k16<KindQ6K>(m, r0, t0, nt); return 16;
-    case GgmlType::Q3_K: panel_k16<KindQ3K>(m, r0, t0, nt); return 16;
-    case GgmlType::Q2_K: panel_k16<KindQ2K>(m, r0, t0, nt); return 16;
+    case GgmlType::Q6_K: panel_k16<K16<GgmlType::Q6_K>>(m, r0, t0, nt); return 16;
+    case GgmlType::Q3_K: panel_k16<K16<GgmlType::Q3_K>>(m, r0, t0, nt); return 16;
+    case GgmlType::Q2_K: panel_k16<K16<GgmlType::Q2_K>>(m, r0, t0, nt); return 16;
     case GgmlType::Q8_0: return panel32_rows<P32Q8_0>(m, r0, t0, nt, pair);
     case GgmlType::Q4_0: return panel32_rows<P32Q4_0>(m, r0, t0, nt, pair);
     case GgmlType::Q5_0: return panel32_rows<P32Q5_0>(m, r0, t0, nt, pair);

@@ -288,21 +288,28 @@ float fit_scale_sym(const float* x, int n, int nmax, int8_t* L) {
   return best_scale;
 }
 
+// The symmetric fits of a superblock's 16 sub-blocks of 16 (levels -nmax..nmax-1 into L,
+// scales into scales); returns the scale of largest magnitude, with its sign.
+float fit_sub16_sym(const float* x, int nmax, int8_t* L, float* scales) {
+  float max_scale = 0.0f, max_abs = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fit_scale_sym(x + 16 * j, 16, nmax, L + 16 * j);
+    if (std::fabs(scales[j]) > max_abs) {
+      max_abs = std::fabs(scales[j]);
+      max_scale = scales[j];
+    }
+  }
+  return max_scale;
+}
+
 void quantize_q6_K(const float* x, BlockQ6_K* y, int64_t nb) {
   int8_t L[kQK_K];
   float scales[16];
   for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
-    float max_scale = 0.0f, max_abs = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_scale_sym(x + 16 * j, 16, 32, L + 16 * j);
-      if (std::fabs(scales[j]) > max_abs) {
-        max_abs = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
+    const float max_scale = fit_sub16_sym(x, 32, L, scales);
     BlockQ6_K& b = y[i];
     std::memset(&b, 0, sizeof(b));
-    if (max_abs < 1e-15f) continue;  // all zero: d = 0
+    if (std::fabs(max_scale) < 1e-15f) continue;  // all zero: d = 0
     const float iscale = -128.0f / max_scale;
     b.d = f32_to_fp16(1.0f / iscale);
     const float d = fp16_to_f32(b.d);
@@ -376,17 +383,10 @@ void quantize_q3_K(const float* x, BlockQ3_K* y, int64_t nb) {
   int8_t L[kQK_K];
   float scales[16];
   for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
-    float max_scale = 0.0f, max_abs = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_scale_sym(x + 16 * j, 16, 4, L + 16 * j);
-      if (std::fabs(scales[j]) > max_abs) {
-        max_abs = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
+    const float max_scale = fit_sub16_sym(x, 4, L, scales);
     BlockQ3_K& b = y[i];
     std::memset(&b, 0, sizeof(b));
-    if (max_abs < 1e-15f) continue;  // all zero: d = 0
+    if (std::fabs(max_scale) < 1e-15f) continue;  // all zero: d = 0
     const float iscale = -32.0f / max_scale;
     b.d = f32_to_fp16(1.0f / iscale);
     const float d = fp16_to_f32(b.d);
