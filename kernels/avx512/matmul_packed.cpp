@@ -318,32 +318,38 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-// One or two activation rows against packed Q4_0 / Q5_0 / Q8_0 panels, one panel after the
-// other with the prefetch above. The panel kernels' form (signed weights against activations
-// biased by 128, each block's -128 * sum(w) from 8 more dpbusd) costs as much as the product
-// itself for one row; here the weights are unsigned (Q4_0/Q5_0: q, 0..15 or 0..31; Q8_0:
-// w + 128 by an xor) against the signed activation, and the offset (8, 16 or 128) comes
-// back as offset * (the activation block's sum), computed once per call: the same exact
-// integer sum per (row, block), then the reference's float step ([QUANT_EXACT]).
+// One or two activation rows against packed 32-block panels, one panel after the other with
+// the prefetch above. The panel kernels' form for the offset types (signed weights against
+// activations biased by 128, each block's -128 * sum(w) from 8 more dpbusd) costs as much as
+// the product itself for one row; here the weights are unsigned (Q4_0/Q5_0: q, 0..15 or
+// 0..31; Q8_0: w + 128 by an xor) against the signed activation, and the offset (8, 16 or
+// 128) comes back as offset * (the activation block's sum), computed once per call. Q4_1 /
+// Q5_1 weights are unsigned already (x = d q + m against Q8_1 activations: + m * s_a). The
+// same exact integer sum per (row, block), then the reference's float step ([QUANT_EXACT]).
 constexpr int64_t kFused32MaxBlocks = 1024;  // activation sums on the stack: n_in <= 32768
 
 template <GgmlType kType, int NT>
 void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  constexpr bool kQ8 = kType == GgmlType::Q8_0, kQh = kType == GgmlType::Q5_0;
-  using WB = std::conditional_t<kQ8, BlockQ8_0, std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>>;
-  constexpr int kDwords = (sizeof(WB) - 2) / 4, kOffShift = kQ8 ? 7 : (kQh ? 4 : 3);
+  constexpr bool kQ8 = kType == GgmlType::Q8_0, kMin = kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1;
+  constexpr bool kQh = kType == GgmlType::Q5_0 || kType == GgmlType::Q5_1;
+  using WB = std::conditional_t<
+      kQ8, BlockQ8_0,
+      std::conditional_t<kMin, std::conditional_t<kQh, BlockQ5_1, BlockQ4_1>, std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>>>;
+  using AB = std::conditional_t<kMin, BlockQ8_1, BlockQ8_0>;
+  constexpr int kDwords = (sizeof(WB) - (kMin ? 4 : 2)) / 4, kOffShift = kQ8 ? 7 : (kQh ? 4 : 3);
   constexpr size_t kBlk = kPanelRows * sizeof(WB);
   const int64_t nb = m.n_in / 32;
-  const BlockQ8_0* a[NT];
-  int32_t asum[NT][kFused32MaxBlocks];
-  float ad[NT][kFused32MaxBlocks];
+  const AB* a[NT];
+  int32_t asum[NT][kFused32MaxBlocks];  // offset types: the activation block's sum
+  float ad[NT][kFused32MaxBlocks];      // the activation block's d
   for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+    a[t] = reinterpret_cast<const AB*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
     for (int64_t ib = 0; ib < nb; ++ib) {
+      ad[t][ib] = half_to_float(a[t][ib].d);
+      if constexpr (kMin) continue;
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][ib].qs));
       const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);  // pairs, exact
       asum[t][ib] = hsum_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
-      ad[t][ib] = half_to_float(a[t][ib].d);
     }
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16), bias = _mm512_set1_epi8(-128);
@@ -378,10 +384,21 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
           }
         }
       }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
-      for (int t = 0; t < NT; ++t) {
-        const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(asum[t][ib] << kOffShift));
-        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib]))));
+      if constexpr (kMin) {  // d | m per row: the reference's float(sumi) * (d_w * d_a) + m_w * s_a
+        const __m512i dm = _mm512_loadu_si512(blk + 64 * kDwords);
+        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dm, _mm512_set1_epi32(0xFFFF))));
+        const __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+        for (int t = 0; t < NT; ++t) {
+          const __m512 step = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib])));
+          const __m512 sa = _mm512_set1_ps(half_to_float(a[t][ib].s));
+          acc[t] = _mm512_add_ps(acc[t], _mm512_add_ps(step, _mm512_mul_ps(mw, sa)));
+        }
+      } else {
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
+        for (int t = 0; t < NT; ++t) {
+          const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(asum[t][ib] << kOffShift));
+          acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib]))));
+        }
       }
     }
     for (int t = 0; t < NT; ++t) _mm512_storeu_ps(m.out + t * m.out_stride + r, acc[t]);
@@ -416,11 +433,15 @@ void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
     case GgmlType::Q2_K: return small_batch<KindK23<false>>(m, pb, pe);
     case GgmlType::Q3_K: return small_batch<KindK23<true>>(m, pb, pe);
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0:
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: case GgmlType::Q4_1: case GgmlType::Q5_1:
       if (m.n_in / 32 > kFused32MaxBlocks || m.n_tok > 2) return small_batch32(m, pb, pe);
-      if (m.wtype == GgmlType::Q4_0) return small_batch32_fused_dispatch<GgmlType::Q4_0>(m, pb, pe);
-      if (m.wtype == GgmlType::Q5_0) return small_batch32_fused_dispatch<GgmlType::Q5_0>(m, pb, pe);
-      return small_batch32_fused_dispatch<GgmlType::Q8_0>(m, pb, pe);
+      switch (m.wtype) {
+        case GgmlType::Q4_0: return small_batch32_fused_dispatch<GgmlType::Q4_0>(m, pb, pe);
+        case GgmlType::Q5_0: return small_batch32_fused_dispatch<GgmlType::Q5_0>(m, pb, pe);
+        case GgmlType::Q4_1: return small_batch32_fused_dispatch<GgmlType::Q4_1>(m, pb, pe);
+        case GgmlType::Q5_1: return small_batch32_fused_dispatch<GgmlType::Q5_1>(m, pb, pe);
+        default: return small_batch32_fused_dispatch<GgmlType::Q8_0>(m, pb, pe);
+      }
     default: return;
   }
 }

@@ -231,7 +231,7 @@ template <class WB_, int kOff, bool kMin_, bool kQh>
 struct P32Nibbles {
   using WB = WB_;
   static constexpr bool kMin = kMin_;
-  static constexpr bool kPackable = !kMin_;
+  static constexpr bool kPackable = true;
   static void unpack(const uint8_t* b, size_t stride, Panel32& p) {
     // _0 types: window at -2, so [d | ...] is v[0] (d high); _1 types: [d, m] is v[0].
     // Then qh (Q5) and the 4 quant dwords.
@@ -247,16 +247,22 @@ struct P32Nibbles {
       p.bias = bias_of(p);
     }
   }
-  // From a packed block (repack.h; offset types, of which Q4_0 and Q5_0 are packed): qh (Q5),
-  // the 4 quant dwords, then the 16 rows' d (blocks of 16 rows are not 64-byte multiples:
-  // unaligned loads).
+  // From a packed block (repack.h): qh (Q5), the 4 quant dwords, then the 16 rows' d (_0
+  // types: 2 bytes each) or d | m (_1 types: a line of dwords); blocks of 16 rows are not
+  // 64-byte multiples: unaligned loads.
   static void unpack_packed(const uint8_t* blk, Panel32& p) {
     constexpr int kDwords = kQh ? 5 : 4;
     __m512i v[kDwords];
     for (int k = 0; k < kDwords; ++k) v[k] = _mm512_loadu_si512(blk + 64 * k);
     quants(v, p);
-    p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
-    p.bias = bias_of(p);
+    if constexpr (kMin) {
+      const __m512i dm = _mm512_loadu_si512(blk + 64 * kDwords);
+      p.d = half_lo(dm);
+      p.m = half_hi(dm);
+    } else {
+      p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
+      p.bias = bias_of(p);
+    }
   }
 
  private:

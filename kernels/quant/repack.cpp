@@ -7,7 +7,7 @@ namespace ds {
 
 bool repack_supported(GgmlType t) {
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ||
-         t == GgmlType::Q4_0 || t == GgmlType::Q2_K || t == GgmlType::Q3_K;
+         t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q2_K || t == GgmlType::Q3_K;
 }
 
 namespace {
@@ -16,7 +16,10 @@ namespace {
 template <class F>
 void for_each_piece(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, F&& f) {
   const GgmlTypeTraits tr = ggml_type_traits(t);
-  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2 : 0;  // the fp16 d, moved behind
+  // The fp16 d (and m) of the 32-block types, moved behind the quants.
+  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2
+                      : t == GgmlType::Q4_1 || t == GgmlType::Q5_1                       ? 4
+                                                                                         : 0;
   const size_t bb = static_cast<size_t>(tr.type_size), nd = (bb - head) / 4, rest = (bb - head) % 4;
   const int64_t nb = n_in / tr.block_size;
   for (int64_t p = p0; p < p1; ++p) {

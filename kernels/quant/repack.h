@@ -4,14 +4,16 @@
 // the 16 * row_stride bytes they had, at the same offset.
 //
 // Within panel p, block ib starts at p * 16 * row_stride + ib * 16 * block_bytes. A block's
-// first `head` bytes (the fp16 d of Q8_0, Q5_0 and Q4_0: 2; none for the K-quants) go behind the
-// rest, so that the quants start dword-aligned: dword k (k < (block_bytes - head) / 4) of
-// the block's bytes from `head` on, of row r, is at 64 * k + 4 * r; the last
-// (block_bytes - head) % 4 bytes (2 for Q6_K, else none) of row r at 64 * nd + 2 * r, and
+// first `head` bytes (the fp16 d of Q8_0, Q5_0 and Q4_0: 2; d and m of Q4_1 and Q5_1: 4;
+// none for the K-quants) go behind the rest, so that the quants start dword-aligned: dword k
+// (k < (block_bytes - head) / 4) of the block's bytes from `head` on, of row r, is at
+// 64 * k + 4 * r; the last (block_bytes - head) % 4 bytes (2 for Q6_K and Q3_K, else none)
+// of row r at 64 * nd + 2 * r, and
 // the head of row r at 64 * nd + head * r (nd: the number of dwords).
 //   Q8_0 (34 bytes): quant dwords 0-7, then the 16 rows' d (512 + 2 r).
 //   Q5_0 (22 bytes): qh (dword 0), qs dwords 1-4, then d (320 + 2 r).
 //   Q4_0 (18 bytes): qs dwords 0-3, then d (256 + 2 r).
+//   Q4_1 (20 bytes): qs dwords 0-3, then d | m (256 + 4 r); Q5_1 (24): qh, qs 1-4, d | m.
 //   Q2_K (84 bytes): scales dwords 0-3, qs 4-19, d | dmin 20.
 //   Q3_K (110 bytes): hmask dwords 0-7, qs 8-23, scales 24-26, then d (1728 + 2 r).
 #pragma once
@@ -24,7 +26,8 @@ namespace ds {
 
 constexpr int kPanelRows = 16;
 
-// Types with packed kernels (AVX-512): Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q4_0.
+// Types with packed kernels (AVX-512): the K-quants Q2_K..Q6_K and the 32-block types
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0.
 bool repack_supported(GgmlType t);
 
 // Packs panels [p0, p1) of the matrix with rows row_stride bytes apart (n_in elements of

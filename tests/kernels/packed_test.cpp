@@ -23,10 +23,14 @@ namespace ds::test {
 namespace {
 
 const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0,
-                               GgmlType::Q5_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K};
+                               GgmlType::Q5_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                               GgmlType::Q4_1, GgmlType::Q5_1};
 
 // Bytes at a block's start that the packed layout moves behind its dwords (repack.h).
-size_t head_bytes(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2 : 0; }
+size_t head_bytes(GgmlType t) {
+  if (t == GgmlType::Q4_1 || t == GgmlType::Q5_1) return 4;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2 : 0;
+}
 
 TEST(Repack, IsAPermutationThatUnpackInverts) {
   std::mt19937 rng(31);
