@@ -11,10 +11,11 @@
 // two rows (most routed experts in batched MoE decode) use fused kernels that decode the
 // quants straight into the products, reading each superblock's lines in address order;
 // 3-8 rows of Q4_K/Q5_K take k4_rows (4 or 8 rows decoding one sub-block pair at a time
-// into registers) and the one- and two-row kernels for the rest; 3-8 rows of Q6_K unpack
-// the panel first and go to the accumulate kernels of panel_kquant.h. The
-// 32-block types and more rows go to the panel kernels of matmul_panel.cpp, which read the
-// packed form through MatmulArgs::w_panels.
+// into registers) and the one- and two-row kernels for the rest; 3-8 rows of Q6_K, Q3_K and
+// Q2_K unpack the panel first and go to the accumulate kernels of panel_kquant.h. One or
+// two rows of the 32-block types take small_batch32_fused (unsigned weights, the offset
+// through the activation block sums); more rows, and more than 8 of any type, go to the
+// panel kernels of matmul_panel.cpp, which read the packed form through MatmulArgs::w_panels.
 //
 // [KQUANT_EXACT]: the per-(row, token, block) integer sums and float steps are those of
 // the unpacked panels, so results are bit-identical to kernels/ref whichever path, token
