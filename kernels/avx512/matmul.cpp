@@ -196,11 +196,13 @@ constexpr std::pair<MatmulFn, DotFn> fns() {
   return {&Kernel<Tile>::matmul, &Kernel<Tile>::dot};
 }
 
+// kBf16: the CPU has AVX512_BF16 (vdpbf16ps); without it BF16 weights are widened.
+template <bool kBf16>
 std::pair<MatmulFn, DotFn> fast_path(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return fns<FloatTile<DotF32>>();
     case GgmlType::F16: return fns<FloatTile<DotF16>>();
-    case GgmlType::BF16: return fns<FloatTile<DotBF16>>();
+    case GgmlType::BF16: return kBf16 ? fns<FloatTile<DotBF16>>() : fns<FloatTile<DotBF16Widened>>();
     case GgmlType::Q4_0: return fns<QuantTile<DotQ4_0>>();
     case GgmlType::Q5_0: return fns<QuantTile<DotQ5_0>>();
     case GgmlType::Q8_0: return fns<QuantTile<DotQ8_0>>();
@@ -215,27 +217,15 @@ std::pair<MatmulFn, DotFn> fast_path(GgmlType t) {
   }
 }
 
-}  // namespace
-
-float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
-  const DotFn dot = fast_path(wtype).second;
+template <bool kBf16>
+float vec_dot_with(GgmlType wtype, int64_t n, const void* w, const void* act) {
+  const DotFn dot = fast_path<kBf16>(wtype).second;
   return dot ? dot(n, w, act) : ref::vec_dot(wtype, n, w, act);
 }
 
-float vec_dot_without_bf16(GgmlType wtype, int64_t n, const void* w, const void* act) {
-  if (wtype == GgmlType::BF16) return fns<FloatTile<DotBF16Widened>>().second(n, w, act);
-  return vec_dot(wtype, n, w, act);
-}
-
-// BF16 weights take no path in matmul() but fast_path()'s tile loop (no GEMV, panel or
-// packed kernel exists for them), so swapping the tile is all that differs.
-void matmul_without_bf16(const MatmulArgs& m) {
-  if (m.wtype == GgmlType::BF16) return fns<FloatTile<DotBF16Widened>>().first(m);
-  matmul(m);
-}
-
-void matmul(const MatmulArgs& m) {
-  const MatmulFn fn = fast_path(m.wtype).first;
+template <bool kBf16>
+void matmul_with(const MatmulArgs& m) {
+  const MatmulFn fn = fast_path<kBf16>(m.wtype).first;
   if (!fn) return ref::matmul(m);
   if (m.w_panels && repack_supported(m.wtype)) return packed_matmul(m);
   if (m.n_tok <= gemv_max_tok(m.wtype) && gemv_supported(m.wtype)) {
@@ -261,5 +251,14 @@ void matmul(const MatmulArgs& m) {
   rest.row_begin += panel_rows;
   if (rest.row_begin < rest.row_end) fn(rest);
 }
+
+}  // namespace
+
+float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) { return vec_dot_with<true>(wtype, n, w, act); }
+float vec_dot_without_bf16(GgmlType wtype, int64_t n, const void* w, const void* act) {
+  return vec_dot_with<false>(wtype, n, w, act);
+}
+void matmul(const MatmulArgs& m) { matmul_with<true>(m); }
+void matmul_without_bf16(const MatmulArgs& m) { matmul_with<false>(m); }
 
 }  // namespace ds::avx512

@@ -49,8 +49,6 @@ template <bool kHasQh, int NT>
 [[gnu::always_inline]] inline void k4_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   PanelK4 p;
   packed_k4_scales(blk, p);
-  constexpr size_t kQh = kPackedK4Qh, kQs = kPackedK4Qs<kHasQh>;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i sumi[NT];
   for (auto& x : sumi) x = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -60,13 +58,8 @@ template <bool kHasQh, int NT>
       for (auto& sj : st) sj[0] = sj[1] = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) {
-      const __m512i x = _mm512_loadu_si512(blk + kQs + 64 * (8 * pair + g));
-      __m512i lo = _mm512_and_si512(x, m4), hi = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
-      if constexpr (kHasQh) {
-        const __m512i hg = _mm512_loadu_si512(blk + kQh + 64 * g);
-        lo = with_bit5(lo, hg, 2 * pair);
-        hi = with_bit5(hi, hg, 2 * pair + 1);
-      }
+      __m512i lo, hi;
+      packed_k4_line<kHasQh>(blk, pair, g, lo, hi);
       for (int t = 0; t < NT; ++t) {
         s[t][0][g % 2] = dpbusd_bcast(s[t][0][g % 2], lo, a[t]->qs + 32 * (2 * pair) + 4 * g);
         s[t][1][g % 2] = dpbusd_bcast(s[t][1][g % 2], hi, a[t]->qs + 32 * (2 * pair + 1) + 4 * g);
@@ -139,24 +132,13 @@ template <bool kHasQh, int NT>
 [[gnu::always_inline]] inline void k4_rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   PanelK4 p;  // scales only
   packed_k4_scales(blk, p);
-  constexpr size_t kQh = kPackedK4Qh, kQs = kPackedK4Qs<kHasQh>;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i sumi[NT];
   for (auto& x : sumi) x = _mm512_setzero_si512();
 #pragma GCC unroll 1
   for (int pair = 0; pair < 4; ++pair) {
     __m512i q[2][8];  // [lo/hi sub-block][g]
 #pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      const __m512i x = _mm512_loadu_si512(blk + kQs + 64 * (8 * pair + g));
-      q[0][g] = _mm512_and_si512(x, m4);
-      q[1][g] = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
-      if constexpr (kHasQh) {
-        const __m512i hg = _mm512_loadu_si512(blk + kQh + 64 * g);
-        q[0][g] = with_bit5(q[0][g], hg, 2 * pair);
-        q[1][g] = with_bit5(q[1][g], hg, 2 * pair + 1);
-      }
-    }
+    for (int g = 0; g < 8; ++g) packed_k4_line<kHasQh>(blk, pair, g, q[0][g], q[1][g]);
 #pragma GCC unroll 2
     for (int h2 = 0; h2 < 2; ++h2) {
       const int j = 2 * pair + h2;
@@ -354,13 +336,18 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
   constexpr size_t kBlk = kPanelRows * sizeof(WB);
   const int64_t nb = m.n_in / 32;
   const AB* a[NT];
-  int32_t asum[NT][kFused32MaxBlocks];  // offset types: the activation block's sum
-  float ad[NT][kFused32MaxBlocks];      // the activation block's d
+  // Per token and block, once per call: the activation's d, and its sum (offset types, as
+  // int) or its s = d * sum (Q4_1/Q5_1, as float).
+  float ad[NT][kFused32MaxBlocks];
+  std::conditional_t<kMin, float, int32_t> asum[NT][kFused32MaxBlocks];
   for (int t = 0; t < NT; ++t) {
     a[t] = reinterpret_cast<const AB*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
     for (int64_t ib = 0; ib < nb; ++ib) {
       ad[t][ib] = half_to_float(a[t][ib].d);
-      if constexpr (kMin) continue;
+      if constexpr (kMin) {
+        asum[t][ib] = half_to_float(a[t][ib].s);
+        continue;
+      }
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][ib].qs));
       const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);  // pairs, exact
       asum[t][ib] = hsum_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
@@ -400,12 +387,10 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
       }
       if constexpr (kMin) {  // d | m per row: the reference's float(sumi) * (d_w * d_a) + m_w * s_a
         const __m512i dm = _mm512_loadu_si512(blk + 64 * kDwords);
-        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dm, _mm512_set1_epi32(0xFFFF))));
-        const __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+        const __m512 d = half_lo(dm), mw = half_hi(dm);
         for (int t = 0; t < NT; ++t) {
           const __m512 step = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib])));
-          const __m512 sa = _mm512_set1_ps(half_to_float(a[t][ib].s));
-          acc[t] = _mm512_add_ps(acc[t], _mm512_add_ps(step, _mm512_mul_ps(mw, sa)));
+          acc[t] = _mm512_add_ps(acc[t], _mm512_add_ps(step, _mm512_mul_ps(mw, _mm512_set1_ps(asum[t][ib]))));
         }
       } else {
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
@@ -419,15 +404,13 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
+// The 32-block types: one or two rows as above, more rows (or longer rows than the
+// activation sums' stack arrays hold) by the panel kernels, which read packed blocks with
+// plain loads and prefetch each panel's stream; one panel at a time.
 template <GgmlType kType>
-void small_batch32_fused_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  if (m.n_tok == 1) return small_batch32_fused<kType, 1>(m, pb, pe);
-  small_batch32_fused<kType, 2>(m, pb, pe);
-}
-
-// The 32-block types from 3 rows on: the panel kernels, which read packed blocks with plain
-// loads and prefetch each panel's stream; one panel at a time.
 void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  if (m.n_in / 32 <= kFused32MaxBlocks && m.n_tok <= 2)
+    return m.n_tok == 1 ? small_batch32_fused<kType, 1>(m, pb, pe) : small_batch32_fused<kType, 2>(m, pb, pe);
   MatmulArgs one = m;
   for (int64_t r = pb; r < pe; r += kPanelRows) {
     one.row_end = r + kPanelRows;  // a 16-row range: panel_matmul runs single panels
@@ -447,15 +430,11 @@ void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
     case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
     case GgmlType::Q2_K: return small_batch<KindK23<false>>(m, pb, pe);
     case GgmlType::Q3_K: return small_batch<KindK23<true>>(m, pb, pe);
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: case GgmlType::Q4_1: case GgmlType::Q5_1:
-      if (m.n_in / 32 > kFused32MaxBlocks || m.n_tok > 2) return small_batch32(m, pb, pe);
-      switch (m.wtype) {
-        case GgmlType::Q4_0: return small_batch32_fused_dispatch<GgmlType::Q4_0>(m, pb, pe);
-        case GgmlType::Q5_0: return small_batch32_fused_dispatch<GgmlType::Q5_0>(m, pb, pe);
-        case GgmlType::Q4_1: return small_batch32_fused_dispatch<GgmlType::Q4_1>(m, pb, pe);
-        case GgmlType::Q5_1: return small_batch32_fused_dispatch<GgmlType::Q5_1>(m, pb, pe);
-        default: return small_batch32_fused_dispatch<GgmlType::Q8_0>(m, pb, pe);
-      }
+    case GgmlType::Q4_0: return small_batch32<GgmlType::Q4_0>(m, pb, pe);
+    case GgmlType::Q5_0: return small_batch32<GgmlType::Q5_0>(m, pb, pe);
+    case GgmlType::Q8_0: return small_batch32<GgmlType::Q8_0>(m, pb, pe);
+    case GgmlType::Q4_1: return small_batch32<GgmlType::Q4_1>(m, pb, pe);
+    case GgmlType::Q5_1: return small_batch32<GgmlType::Q5_1>(m, pb, pe);
     default: return;
   }
 }

@@ -197,8 +197,6 @@ inline void nibbles_panel(const __m512i* qs, Panel32& p) {
     p.q[g + 4] = _mm512_and_si512(_mm512_srli_epi32(qs[g], 4), m4);
   }
 }
-inline __m512 half_lo(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)))); }
-inline __m512 half_hi(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
 
 // -128 * sum of each row's signed weights (the activation bias's contribution).
 inline __m512i bias_of(const Panel32& p) {

@@ -28,6 +28,10 @@ struct PanelK4 {
   __m512 d, dmin;  // per row
 };
 
+// The fp16 in the low / high half of each int32 lane, as float.
+inline __m512 half_lo(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)))); }
+inline __m512 half_hi(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
+
 inline __m512i gather_dwords(const uint8_t* base, __m512i vidx) { return _mm512_i32gather_epi32(vidx, base, 1); }
 
 // Byte offsets of a panel's 16 rows, as gather indices.
@@ -124,8 +128,8 @@ inline void prefetch_rows(const uint8_t* p, size_t stride, int len) {
 // dword k of row r's first 16 bytes (d|dmin, scales[0..3], scales[4..7], scales[8..11]).
 inline void decode_scales_k4(const __m512i* h, PanelK4& p) {
   const __m512i dd = h[0], w0 = h[1], w1 = h[2], w2 = h[3];
-  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dd, _mm512_set1_epi32(0xFFFF))));
-  p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  p.d = half_lo(dd);
+  p.dmin = half_hi(dd);
   const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F),
                 m2 = _mm512_set1_epi32(0x03030303);
   const __m512i sc03 = _mm512_and_si512(w0, m6), m03 = _mm512_and_si512(w1, m6);
@@ -187,6 +191,21 @@ inline void unpack_k4_rows(const uint8_t* row0, size_t stride, PanelK4& p) {
 constexpr size_t kPackedK4Qh = 16 / 4 * 64;
 template <bool kHasQh>
 constexpr size_t kPackedK4Qs = (kHasQh ? 48 : 16) / 4 * 64;
+
+// Quant line g of sub-block pair `pair` of a packed Q4_K/Q5_K superblock: the u8 groups g of
+// sub-blocks 2 pair (lo) and 2 pair + 1 (hi), the 5th bits added for Q5_K.
+template <bool kHasQh>
+[[gnu::always_inline]] inline void packed_k4_line(const uint8_t* blk, int pair, int g, __m512i& lo, __m512i& hi) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i x = _mm512_loadu_si512(blk + kPackedK4Qs<kHasQh> + 64 * (8 * pair + g));
+  lo = _mm512_and_si512(x, m4);
+  hi = _mm512_and_si512(_mm512_srli_epi32(x, 4), m4);
+  if constexpr (kHasQh) {
+    const __m512i hg = _mm512_loadu_si512(blk + kPackedK4Qh + 64 * g);
+    lo = with_bit5(lo, hg, 2 * pair);
+    hi = with_bit5(hi, hg, 2 * pair + 1);
+  }
+}
 
 // Scales, mins and block scales of a packed Q4_K/Q5_K superblock's 16 rows (its first 4 lines).
 inline void packed_k4_scales(const uint8_t* blk, PanelK4& p) {
@@ -343,7 +362,7 @@ inline void unpack_q6k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
   // d sits in the block's last two bytes: gather the dword ending there (in bounds).
   const __m512i dd = gather_dwords(row0 + offsetof(BlockQ6_K, d) - 2, vidx);
   decode_q6k([&](int k) { return ql[k]; }, [&](int k) { return qh[k]; }, scw,
-             _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16))), p);
+             half_hi(dd), p);
 }
 
 // The 16 rows' block scales d of a packed Q6_K block (after its 52 dwords).
@@ -408,8 +427,8 @@ inline void decode_q2k_scales(const __m512i* scw, __m512i dd, PanelQ2K& p) {
     mins[j] = _mm512_and_si512(_mm512_srli_epi32(scw[j / 4], 8 * (j % 4) + 4), m4);
   }
   for (int k = 0; k < 8; ++k) p.mp[k] = _mm512_or_si512(mins[2 * k], _mm512_slli_epi32(mins[2 * k + 1], 16));
-  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dd, _mm512_set1_epi32(0xFFFF))));
-  p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  p.d = half_lo(dd);
+  p.dmin = half_hi(dd);
 }
 
 // Sub-block j's group g from the qs dwords QS(k) (the Q2_K / Q3_K low bits).
@@ -481,7 +500,7 @@ inline void unpack_q3k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
   decode_q3k_scales(w[1], w[2], w[3], p);
   // d sits in the block's last two bytes: gather the dword ending there (in bounds).
   const __m512i dd = gather_dwords(row0 + offsetof(BlockQ3_K, d) - 2, vidx);
-  p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  p.d = half_hi(dd);
 }
 
 // Packed (repack.h, 27 dwords and 2 bytes per row): lines 0-7 hmask, 8-23 qs, 24-26 scales,
