@@ -7,7 +7,8 @@
 // read 12.7 GB/s on one thread, with it 18.7; running 4 panels from 4 quarters in lockstep,
 // as the row GEMV does with rows, was slower in the engine: dense decode 25-38 vs 26-42 t/s,
 // 8-sequence aggregate 101-107 vs 137-144; without the software prefetch, 1, 2 or 4
-// panels in lockstep all read 0.4-0.5x as much from memory on this VM, session 5). One or
+// panels in lockstep all read 0.4-0.5x as much from memory on this VM, session 5; two
+// panels in lockstep with it, one row, 0.75-0.9x, session 8). One or
 // two rows (most routed experts in batched MoE decode) use fused kernels that decode the
 // quants straight into the products, reading each superblock's lines in address order;
 // 3-8 rows of Q4_K/Q5_K take k4_rows (4 or 8 rows decoding one sub-block pair at a time
@@ -251,10 +252,39 @@ struct KindK23 {
   static constexpr bool kFusedRows = false;
 };
 
-// Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), nt <= kSmallMaxTok,
+// Panels [pb, pe) x NT (1 or 2) activation rows with the fused kernels: the loop of
+// small_batch below without its row-count dispatch and per-row pointer set-up, which kept
+// the out-of-order window from overlapping consecutive superblocks of the one-row kernel
+// (~300 instructions each). The prefetch loop stays rolled: unrolled, its 36 prefetches
+// went out back to back and the stream from memory read 0.75-0.9x.
+template <class Kind, int NT>
+void fused_rows(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  constexpr size_t kBlk = kPanelRows * Kind::kBlockBytes;
+  const int64_t nb = m.n_in / kQK_K;
+  const BlockQ8_K* a0[NT];
+  for (int t = 0; t < NT; ++t)
+    a0[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  for (int64_t r = pb; r < pe; r += kPanelRows) {
+    const uint8_t* blk = packed_panel(m, r);
+    const BlockQ8_K* a[NT];
+    for (int t = 0; t < NT; ++t) a[t] = a0[t];
+    __m512 acc[NT];
+    for (auto& x : acc) x = _mm512_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib, blk += kBlk) {
+      const char* pf = reinterpret_cast<const char*>(blk) + 2 * kBlk;  // as in small_batch
+#pragma GCC unroll 1
+      for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+      Kind::template fused<NT>(blk, a, acc);
+      for (auto& x : a) ++x;
+    }
+    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(m.out + t * m.out_stride + r, acc[t]);
+  }
+}
+
+// Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), 3 <= nt <= kSmallMaxTok,
 // one panel after the other (one sequential stream) with a software prefetch two blocks
-// ahead; one or two activation rows take the fused kernels above, more rows of Q4_K/Q5_K
-// k4_rows (3-7 rows only where kMidRows, see small_batch_dispatch).
+// ahead; Q4_K/Q5_K take k4_rows for 8 rows, and for 3-7 only where kMidRows (see
+// small_batch_dispatch), the other types unpack each superblock.
 template <class Kind, bool kMidRows = false>
 void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   const int64_t nt = m.n_tok, nb = m.n_in / kQK_K;
@@ -271,14 +301,6 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
       const char* pf = reinterpret_cast<const char*>(blk) + 2 * kPanelRows * Kind::kBlockBytes;
       for (size_t o = 0; o < kPanelRows * Kind::kBlockBytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
       for (int64_t t = 0; t < nt; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride) + ib;
-      if (nt == 1) {
-        Kind::template fused<1>(blk, a, acc);
-        continue;
-      }
-      if (nt == 2) {
-        Kind::template fused<2>(blk, a, acc);
-        continue;
-      }
       if constexpr (Kind::kFusedRows) {
         if (nt == 8) {
           Kind::template rows<8>(blk, a, acc);
@@ -422,6 +444,19 @@ void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   // 3-7 rows of Q4_K/Q5_K in their own instantiation: with that branch in the same loop the
   // 8-row path read 0.79-0.98x (10 alternations), the 1-, 2- and 8-row code stays as it was.
   const bool mid = m.n_tok >= 3 && m.n_tok <= 7;
+  if (m.n_tok <= 2) {
+    const bool one = m.n_tok == 1;
+    switch (m.wtype) {
+      case GgmlType::Q4_K:
+        return one ? fused_rows<KindK4<BlockQ4_K, false>, 1>(m, pb, pe) : fused_rows<KindK4<BlockQ4_K, false>, 2>(m, pb, pe);
+      case GgmlType::Q5_K:
+        return one ? fused_rows<KindK4<BlockQ5_K, true>, 1>(m, pb, pe) : fused_rows<KindK4<BlockQ5_K, true>, 2>(m, pb, pe);
+      case GgmlType::Q6_K: return one ? fused_rows<KindQ6K, 1>(m, pb, pe) : fused_rows<KindQ6K, 2>(m, pb, pe);
+      case GgmlType::Q2_K: return one ? fused_rows<KindK23<false>, 1>(m, pb, pe) : fused_rows<KindK23<false>, 2>(m, pb, pe);
+      case GgmlType::Q3_K: return one ? fused_rows<KindK23<true>, 1>(m, pb, pe) : fused_rows<KindK23<true>, 2>(m, pb, pe);
+      default: break;
+    }
+  }
   switch (m.wtype) {
     case GgmlType::Q4_K:
       return mid ? small_batch<KindK4<BlockQ4_K, false>, true>(m, pb, pe) : small_batch<KindK4<BlockQ4_K, false>>(m, pb, pe);
