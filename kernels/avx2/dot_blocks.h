@@ -175,23 +175,23 @@ inline __m256i high_bits32(const uint8_t* qh4) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+// weights(b): the block's 32 signed quants (what unpack multiplies), for the 8-row tile.
 struct DotQ4_0 : Dot32Base {
   using WBlock = BlockQ4_0;
-  static void unpack(const WBlock& b, Unpacked& u) {
-    finish_unpack(_mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)), b.d, u);
-  }
+  static __m256i weights(const WBlock& b) { return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)); }
+  static void unpack(const WBlock& b, Unpacked& u) { finish_unpack(weights(b), b.d, u); }
 };
 struct DotQ5_0 : Dot32Base {
   using WBlock = BlockQ5_0;
-  static void unpack(const WBlock& b, Unpacked& u) {
-    finish_unpack(_mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), high_bits32(b.qh)), _mm256_set1_epi8(16)), b.d, u);
+  static __m256i weights(const WBlock& b) {
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), high_bits32(b.qh)), _mm256_set1_epi8(16));
   }
+  static void unpack(const WBlock& b, Unpacked& u) { finish_unpack(weights(b), b.d, u); }
 };
 struct DotQ8_0 : Dot32Base {
   using WBlock = BlockQ8_0;
-  static void unpack(const WBlock& b, Unpacked& u) {
-    finish_unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), b.d, u);
-  }
+  static __m256i weights(const WBlock& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+  static void unpack(const WBlock& b, Unpacked& u) { finish_unpack(weights(b), b.d, u); }
 };
 
 }  // namespace ds::avx2

@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kMaxTile = 4;      // activation rows per unpacked weight block
 constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while rows stream past
+constexpr int kRows8Tile = 4;      // activation rows per 8-row tile of a 32-block type
 
 // out[t] = dot(weight row w, activation row act + t * act_stride), t < NT.
 template <class Dq, int NT>
@@ -33,6 +34,62 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
     for (int t = 0; t < NT; ++t) Dq::accumulate(u, a[t][ib], acc[t]);
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = Dq::reduce(acc[t]);
+}
+
+// Eight weight rows x NT activation rows of a 32-block type (Q4_0, Q5_0, Q8_0), one lane
+// per weight row. The one-row tile above pays a horizontal sum, two fp16 conversions and a
+// scalar float step for every (row, token, block): more than the product itself. Here the
+// eight rows' int32 partial sums of a block are folded together by two levels of hadd and
+// one 128-bit add (integer sums, exact in any order), then the float step runs for all 8
+// rows at once with the same operations in the same order per lane: acc + float(sumi) *
+// (d_w * d_a), from 0 ([QUANT_EXACT]); so every output has the bits of the one-row tile.
+template <class Dq, int NT>
+void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t* act, size_t act_stride,
+                  float* out, int64_t out_stride) {
+  using WB = typename Dq::WBlock;
+  const BlockQ8_0* a[NT];
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = reinterpret_cast<const BlockQ8_0*>(act + static_cast<size_t>(t) * act_stride);
+    acc[t] = _mm256_setzero_ps();
+  }
+  const WB* w[8];
+  for (int r = 0; r < 8; ++r) w[r] = reinterpret_cast<const WB*>(w0 + static_cast<size_t>(r) * w_stride);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    if (ib % 2 == 0)  // the 8 row streams, 16 blocks ahead (without: batched decode 0.75x)
+      for (int r = 0; r < 8; ++r) _mm_prefetch(reinterpret_cast<const char*>(w[r] + ib + 16), _MM_HINT_T0);
+    __m128i quad[NT][2];  // [token][rows 0-3 | 4-7]: the rows' block sums
+    for (int q = 0; q < 2; ++q) {
+      __m256i pairs[NT][2];
+      for (int pr = 0; pr < 2; ++pr) {
+        __m256i p[NT][2];
+        for (int k = 0; k < 2; ++k) {
+          const WB& b = w[4 * q + 2 * pr + k][ib];
+          const __m256i wq = Dq::weights(b), aw = _mm256_abs_epi8(wq);
+          for (int t = 0; t < NT; ++t) {  // |w| x (a * sign(w)): exact int16 pairs
+            const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][ib].qs)), wq);
+            p[t][k] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, s), ones);
+          }
+        }
+        for (int t = 0; t < NT; ++t) pairs[t][pr] = _mm256_hadd_epi32(p[t][0], p[t][1]);
+      }
+      for (int t = 0; t < NT; ++t) {  // [r0..r3 low halves | r0..r3 high halves] -> r0..r3
+        const __m256i h = _mm256_hadd_epi32(pairs[t][0], pairs[t][1]);
+        quad[t][q] = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+        static_cast<short>(w[0][ib].d), static_cast<short>(w[1][ib].d), static_cast<short>(w[2][ib].d),
+        static_cast<short>(w[3][ib].d), static_cast<short>(w[4][ib].d), static_cast<short>(w[5][ib].d),
+        static_cast<short>(w[6][ib].d), static_cast<short>(w[7][ib].d)));
+    for (int t = 0; t < NT; ++t) {
+      const __m256i sumi = _mm256_set_m128i(quad[t][1], quad[t][0]);
+      const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a[t][ib].d)));
+      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), dd));
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
 }
 
 // Float weights: 8 elements per step; the tail step reads from a zero-padded copy.
@@ -107,10 +164,40 @@ struct Quant {
     tile<Dq, 1>(n / Dq::kBlock, static_cast<const typename Dq::WBlock*>(w), static_cast<const uint8_t*>(a), 0, &out, 0);
     return out;
   }
+  // Rows [r0, r1): for 2+ activation rows, 32-block types eight at a time through
+  // tile32_rows8, the rest by row(). One activation row (decode) stays on row(): one
+  // sequential stream, where the 8 row streams, prefetched, read no faster from memory
+  // (dense Q8_0 decode 15.2 vs 15.3 t/s; 11.3 without the prefetch).
+  static void rows(const MatmulArgs& m, int64_t r0, int64_t r1, int64_t t0, int64_t nt) {
+    int64_t r = r0;
+    if constexpr (Dq::kBlock == 32) {
+      const int64_t nb = m.n_in / Dq::kBlock;
+      const uint8_t* act = static_cast<const uint8_t*>(m.act);
+      for (; nt > 1 && r + 8 <= r1; r += 8) {
+        const uint8_t* w = static_cast<const uint8_t*>(m.w) + r * m.w_row_stride;
+        int64_t t = t0;
+        for (; t + kRows8Tile <= t0 + nt; t += kRows8Tile)
+          tile32_rows8<Dq, kRows8Tile>(nb, w, m.w_row_stride, act + t * m.act_row_stride, m.act_row_stride,
+                                       m.out + t * m.out_stride + r, m.out_stride);
+        const uint8_t* at = act + t * m.act_row_stride;
+        float* o = m.out + t * m.out_stride + r;
+        switch (t0 + nt - t) {  // < kRows8Tile left
+          case 3: tile32_rows8<Dq, 3>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
+          case 2: tile32_rows8<Dq, 2>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
+          case 1: tile32_rows8<Dq, 1>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
+          default: break;
+        }
+      }
+    }
+    for (; r < r1; ++r) row(m, r, t0, nt);
+  }
 };
 
 template <class F>
 struct Float {
+  static void rows(const MatmulArgs& m, int64_t r0, int64_t r1, int64_t t0, int64_t nt) {
+    for (int64_t r = r0; r < r1; ++r) row(m, r, t0, nt);
+  }
   static void row(const MatmulArgs& m, int64_t r, int64_t t0, int64_t nt) {
     const auto* w = reinterpret_cast<const typename F::T*>(static_cast<const uint8_t*>(m.w) + r * m.w_row_stride);
     const uint8_t* act = static_cast<const uint8_t*>(m.act);
@@ -133,12 +220,12 @@ struct Float {
   }
 };
 
-using RowFn = void (*)(const MatmulArgs&, int64_t, int64_t, int64_t);
+using RowFn = void (*)(const MatmulArgs&, int64_t, int64_t, int64_t, int64_t);
 using DotFn = float (*)(int64_t, const void*, const void*);
 
 template <class K>
 constexpr std::pair<RowFn, DotFn> fns() {
-  return {&K::row, &K::dot};
+  return {&K::rows, &K::dot};
 }
 
 std::pair<RowFn, DotFn> fast_path(GgmlType t) {
@@ -169,7 +256,7 @@ void matmul(const MatmulArgs& m) {
   // Token chunks stay in L2 while the weight rows of [row_begin, row_end) stream past.
   for (int64_t t0 = 0; t0 < m.n_tok; t0 += kTokChunk) {
     const int64_t nt = std::min(kTokChunk, m.n_tok - t0);
-    for (int64_t r = m.row_begin; r < m.row_end; ++r) row(m, r, t0, nt);
+    row(m, m.row_begin, m.row_end, t0, nt);
   }
 }
 
