@@ -214,13 +214,8 @@ struct KindK4 {
   using Panel = PanelK4;
   static constexpr size_t kBlockBytes = sizeof(WB);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_k4_packed<WB, kHasQh>(blk, p); }
-  // Inlined into the row loops (GCC kept Q4_K/Q5_K and Q2_K/Q3_K as a call per superblock,
-  // the accumulators passing through memory; Q4_K one row, 1 thread, 3 alternations: from L2
-  // 8.09/8.55/9.07 -> 8.03/8.03/8.25 us, from memory 244/270/288 -> 235/253/251 us).
   template <int NT>
-  [[gnu::always_inline]] static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
-    k4_tokens<kHasQh, NT>(blk, a, acc);
-  }
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_tokens<kHasQh, NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
   static constexpr bool kFusedRows = true;  // 4 and 8 rows: k4_rows
@@ -233,9 +228,7 @@ struct KindQ6K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
   template <int NT>
-  [[gnu::always_inline]] static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
-    q6k_tokens<NT>(blk, a, acc);
-  }
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
   static constexpr bool kFusedRows = false;  // 3-8 rows unpack (k4_rows' Q6_K form did not help)
@@ -250,9 +243,7 @@ struct KindK23 {
     else unpack_q2k_packed(blk, p);
   }
   template <int NT>
-  [[gnu::always_inline]] static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
-    k23_tokens<kQ3, NT>(blk, a, acc);
-  }
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k23_tokens<kQ3, NT>(blk, a, acc); }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
     if constexpr (kQ3) accumulate_q6k<NT, 2>(p, a, acc);
