@@ -16,7 +16,6 @@ namespace {
 
 constexpr int kMaxTile = 4;      // activation rows per unpacked weight block
 constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while rows stream past
-constexpr int kRows8Tile = 4;      // activation rows per 8-row tile of a 32-block type
 
 // out[t] = dot(weight row w, activation row act + t * act_stride), t < NT.
 template <class Dq, int NT>
@@ -176,12 +175,12 @@ struct Quant {
       for (; nt > 1 && r + 8 <= r1; r += 8) {
         const uint8_t* w = static_cast<const uint8_t*>(m.w) + r * m.w_row_stride;
         int64_t t = t0;
-        for (; t + kRows8Tile <= t0 + nt; t += kRows8Tile)
-          tile32_rows8<Dq, kRows8Tile>(nb, w, m.w_row_stride, act + t * m.act_row_stride, m.act_row_stride,
-                                       m.out + t * m.out_stride + r, m.out_stride);
+        for (; t + kMaxTile <= t0 + nt; t += kMaxTile)
+          tile32_rows8<Dq, kMaxTile>(nb, w, m.w_row_stride, act + t * m.act_row_stride, m.act_row_stride,
+                                     m.out + t * m.out_stride + r, m.out_stride);
         const uint8_t* at = act + t * m.act_row_stride;
         float* o = m.out + t * m.out_stride + r;
-        switch (t0 + nt - t) {  // < kRows8Tile left
+        switch (t0 + nt - t) {  // < kMaxTile left
           case 3: tile32_rows8<Dq, 3>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
           case 2: tile32_rows8<Dq, 2>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
           case 1: tile32_rows8<Dq, 1>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;

@@ -168,13 +168,8 @@ template <bool kQ3, int NT>
   constexpr int kQs = kQ3 ? kPackedQ3kQs : kPackedQ2kQs;
   const auto qs = [&](int k) { return line(kQs + k); };
   std::conditional_t<kQ3, PanelQ6K, PanelQ2K> p;  // scales only (p.q stays unused)
-  if constexpr (kQ3) {
-    decode_q3k_scales(line(kPackedQ3kScales), line(kPackedQ3kScales + 1), line(kPackedQ3kScales + 2), p);
-    p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kPackedQ3kD)));
-  } else {
-    const __m512i scw[4] = {line(0), line(1), line(2), line(3)};
-    decode_q2k_scales(scw, line(kPackedQ2kD), p);
-  }
+  if constexpr (kQ3) packed_q3k_scales(blk, p);
+  else packed_q2k_scales(blk, p);
   __m512i sumi[NT], off[NT];
   for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
   for (int k = 0; k < 8; ++k) {  // sub-blocks 2k and 2k + 1
@@ -261,13 +256,11 @@ template <class Kind, int NT>
 void fused_rows(const MatmulArgs& m, int64_t pb, int64_t pe) {
   constexpr size_t kBlk = kPanelRows * Kind::kBlockBytes;
   const int64_t nb = m.n_in / kQK_K;
-  const BlockQ8_K* a0[NT];
-  for (int t = 0; t < NT; ++t)
-    a0[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
   for (int64_t r = pb; r < pe; r += kPanelRows) {
     const uint8_t* blk = packed_panel(m, r);
-    const BlockQ8_K* a[NT];
-    for (int t = 0; t < NT; ++t) a[t] = a0[t];
+    const BlockQ8_K* a[NT];  // each row's block ib, advanced with blk
+    for (int t = 0; t < NT; ++t)
+      a[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
     __m512 acc[NT];
     for (auto& x : acc) x = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib, blk += kBlk) {
@@ -284,7 +277,7 @@ void fused_rows(const MatmulArgs& m, int64_t pb, int64_t pe) {
 // Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), 3 <= nt <= kSmallMaxTok,
 // one panel after the other (one sequential stream) with a software prefetch two blocks
 // ahead; Q4_K/Q5_K take k4_rows for 8 rows, and for 3-7 only where kMidRows (see
-// small_batch_dispatch), the other types unpack each superblock.
+// small_batch_kind), the other types unpack each superblock.
 template <class Kind, bool kMidRows = false>
 void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   const int64_t nt = m.n_tok, nb = m.n_in / kQK_K;
@@ -445,31 +438,26 @@ void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  // 3-7 rows of Q4_K/Q5_K in their own instantiation: with that branch in the same loop the
-  // 8-row path read 0.79-0.98x (10 alternations), the 1-, 2- and 8-row code stays as it was.
-  const bool mid = m.n_tok >= 3 && m.n_tok <= 7;
-  if (m.n_tok <= 2) {
-    const bool one = m.n_tok == 1;
-    switch (m.wtype) {
-      case GgmlType::Q4_K:
-        return one ? fused_rows<KindK4<BlockQ4_K, false>, 1>(m, pb, pe) : fused_rows<KindK4<BlockQ4_K, false>, 2>(m, pb, pe);
-      case GgmlType::Q5_K:
-        return one ? fused_rows<KindK4<BlockQ5_K, true>, 1>(m, pb, pe) : fused_rows<KindK4<BlockQ5_K, true>, 2>(m, pb, pe);
-      case GgmlType::Q6_K: return one ? fused_rows<KindQ6K, 1>(m, pb, pe) : fused_rows<KindQ6K, 2>(m, pb, pe);
-      case GgmlType::Q2_K: return one ? fused_rows<KindK23<false>, 1>(m, pb, pe) : fused_rows<KindK23<false>, 2>(m, pb, pe);
-      case GgmlType::Q3_K: return one ? fused_rows<KindK23<true>, 1>(m, pb, pe) : fused_rows<KindK23<true>, 2>(m, pb, pe);
-      default: break;
-    }
+// One kind's rows: one or two by fused_rows; 3-7 rows of Q4_K/Q5_K in their own
+// instantiation of small_batch (with that branch in the same loop the 8-row path read
+// 0.79-0.98x, 10 alternations); the rest by small_batch.
+template <class Kind>
+void small_batch_kind(const MatmulArgs& m, int64_t pb, int64_t pe) {
+  if (m.n_tok == 1) return fused_rows<Kind, 1>(m, pb, pe);
+  if (m.n_tok == 2) return fused_rows<Kind, 2>(m, pb, pe);
+  if constexpr (Kind::kFusedRows) {
+    if (m.n_tok <= 7) return small_batch<Kind, true>(m, pb, pe);
   }
+  small_batch<Kind>(m, pb, pe);
+}
+
+void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   switch (m.wtype) {
-    case GgmlType::Q4_K:
-      return mid ? small_batch<KindK4<BlockQ4_K, false>, true>(m, pb, pe) : small_batch<KindK4<BlockQ4_K, false>>(m, pb, pe);
-    case GgmlType::Q5_K:
-      return mid ? small_batch<KindK4<BlockQ5_K, true>, true>(m, pb, pe) : small_batch<KindK4<BlockQ5_K, true>>(m, pb, pe);
-    case GgmlType::Q6_K: return small_batch<KindQ6K>(m, pb, pe);
-    case GgmlType::Q2_K: return small_batch<KindK23<false>>(m, pb, pe);
-    case GgmlType::Q3_K: return small_batch<KindK23<true>>(m, pb, pe);
+    case GgmlType::Q4_K: return small_batch_kind<KindK4<BlockQ4_K, false>>(m, pb, pe);
+    case GgmlType::Q5_K: return small_batch_kind<KindK4<BlockQ5_K, true>>(m, pb, pe);
+    case GgmlType::Q6_K: return small_batch_kind<KindQ6K>(m, pb, pe);
+    case GgmlType::Q2_K: return small_batch_kind<KindK23<false>>(m, pb, pe);
+    case GgmlType::Q3_K: return small_batch_kind<KindK23<true>>(m, pb, pe);
     case GgmlType::Q4_0: return small_batch32<GgmlType::Q4_0>(m, pb, pe);
     case GgmlType::Q5_0: return small_batch32<GgmlType::Q5_0>(m, pb, pe);
     case GgmlType::Q8_0: return small_batch32<GgmlType::Q8_0>(m, pb, pe);

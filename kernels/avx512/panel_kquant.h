@@ -457,13 +457,17 @@ inline void unpack_q2k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
 
 // Packed (repack.h, 21 dwords per row): lines 0-3 scales, 4-19 qs, 20 d | dmin.
 constexpr int kPackedQ2kQs = 4, kPackedQ2kD = 20;
+// Scales, mins, d and dmin of a packed Q2_K superblock's 16 rows.
+inline void packed_q2k_scales(const uint8_t* blk, PanelQ2K& p) {
+  const __m512i scw[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
+                          _mm512_loadu_si512(blk + 192)};
+  decode_q2k_scales(scw, _mm512_loadu_si512(blk + 64 * kPackedQ2kD), p);
+}
 inline void unpack_q2k_packed(const uint8_t* blk, PanelQ2K& p) {
   const auto qs = [&](int k) { return _mm512_loadu_si512(blk + 64 * (kPackedQ2kQs + k)); };
   for (int j = 0; j < 16; ++j)
     for (int g = 0; g < 4; ++g) p.q[j][g] = k23_group(qs, j, g);
-  const __m512i scw[4] = {_mm512_loadu_si512(blk), _mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
-                          _mm512_loadu_si512(blk + 192)};
-  decode_q2k_scales(scw, _mm512_loadu_si512(blk + 64 * kPackedQ2kD), p);
+  packed_q2k_scales(blk, p);
 }
 
 template <int NT>
@@ -506,13 +510,18 @@ inline void unpack_q3k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
 // Packed (repack.h, 27 dwords and 2 bytes per row): lines 0-7 hmask, 8-23 qs, 24-26 scales,
 // then the 16 rows' d (2 bytes each).
 constexpr int kPackedQ3kQs = 8, kPackedQ3kScales = 24, kPackedQ3kD = 27;
+// Scales (and their pairs) and d of a packed Q3_K superblock's 16 rows.
+inline void packed_q3k_scales(const uint8_t* blk, PanelQ6K& p) {
+  const auto line = [&](int k) { return _mm512_loadu_si512(blk + 64 * k); };
+  decode_q3k_scales(line(kPackedQ3kScales), line(kPackedQ3kScales + 1), line(kPackedQ3kScales + 2), p);
+  p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kPackedQ3kD)));
+}
 inline void unpack_q3k_packed(const uint8_t* blk, PanelQ6K& p) {
   const auto line = [&](int k) { return _mm512_loadu_si512(blk + 64 * k); };
   for (int j = 0; j < 16; ++j)
     for (int g = 0; g < 4; ++g)
       p.q[j][g] = k3_group([&](int k) { return line(kPackedQ3kQs + k); }, line, j, g);
-  decode_q3k_scales(line(kPackedQ3kScales), line(kPackedQ3kScales + 1), line(kPackedQ3kScales + 2), p);
-  p.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kPackedQ3kD)));
+  packed_q3k_scales(blk, p);
 }
 
 // 32-blocks (matmul_panel.cpp, matmul_packed.cpp). Masks of the elements whose 5th bit is
