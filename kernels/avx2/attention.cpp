@@ -26,8 +26,14 @@ struct Vec8 {
   static T sub(T a, T b) { return _mm256_sub_ps(a, b); }
   static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
   static T fmadd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T max(T a, T b) { return _mm256_max_ps(a, b); }
   static T exp(T x) { return exp_ps(x); }
   static float reduce_add(T v) { return hsum256(v); }
+  static float reduce_max(T v) {
+    const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    return _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
+  }
   [[gnu::always_inline]] static T reduce_block(const T* a);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
 };

@@ -24,8 +24,10 @@ struct Vec16 {
   static T sub(T a, T b) { return _mm512_sub_ps(a, b); }
   static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
   static T fmadd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T max(T a, T b) { return _mm512_max_ps(a, b); }
   static T exp(T x) { return exp_ps(x); }
   static float reduce_add(T v) { return _mm512_reduce_add_ps(v); }
+  static float reduce_max(T v) { return _mm512_reduce_max_ps(v); }
   [[gnu::always_inline]] static T reduce_block(const T* a);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
 };
