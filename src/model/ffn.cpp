@@ -8,6 +8,7 @@
 // exactly the reference's order of float operations.
 #include "model/ffn.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ds {
@@ -21,24 +22,29 @@ size_t act_bytes(int64_t n_rows, int64_t n) { return static_cast<size_t>(n_rows)
 
 size_t dense_ffn_scratch(int64_t n_tok, int64_t n_embd, int64_t n_ff) {
   (void)n_embd;
-  return 2 * floats(n_tok * n_ff) + act_bytes(n_tok, n_ff);
+  const int64_t t = std::min(n_tok, kFfnTokChunk);
+  return 2 * floats(t * n_ff) + act_bytes(t, n_ff);
 }
 
 void dense_ffn(ForwardCtx& ctx, ActRows& a, const Mat& gate, const Mat& up, const Mat& down, float* out) {
   const int64_t T = a.n_rows(), F = gate.n_out;
-  float* g = ctx.arena.alloc<float>(T * F);
-  float* u = ctx.arena.alloc<float>(T * F);
-  {  // gate, up and silu(gate) * up in one parallel pass over the once-quantized rows
-    size_t sg = 0, su = 0;
-    const void* ag = a.get(gate.type, &sg);
-    const void* au = a.get(up.type, &su);
-    const MatJob job = gated_job(gate, ag, sg, up, au, su, T, g, u, F);
+  size_t sg = 0, su = 0;
+  const auto* ag = static_cast<const uint8_t*>(a.get(gate.type, &sg));
+  const auto* au = static_cast<const uint8_t*>(a.get(up.type, &su));
+  for (int64_t t0 = 0; t0 < T; t0 += kFfnTokChunk) {
+    const int64_t nt = std::min(kFfnTokChunk, T - t0);
     const size_t mark = ctx.arena.mark();
+    float* g = ctx.arena.alloc<float>(nt * F);
+    float* u = ctx.arena.alloc<float>(nt * F);
+    // gate, up and silu(gate) * up in one parallel pass over the once-quantized rows
+    const MatJob job = gated_job(gate, ag + t0 * sg, sg, up, au + t0 * su, su, nt, g, u, F);
+    const size_t job_mark = ctx.arena.mark();
     ctx.matmul_jobs(&job, 1);
+    ctx.arena.reset(job_mark);
+    ActRows b(ctx, g, nt, F, F);
+    matmul(ctx, down, b, out + t0 * down.n_out, down.n_out);
     ctx.arena.reset(mark);
   }
-  ActRows b(ctx, g, T, F, F);
-  matmul(ctx, down, b, out, down.n_out);
 }
 
 size_t moe_ffn_scratch(const HParams& hp, int64_t T) {

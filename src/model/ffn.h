@@ -11,7 +11,13 @@
 
 namespace ds {
 
-// out[t] = down(silu(gate xn[t]) * up xn[t]), given already-normalized rows `a`.
+// Tokens per dense FFN pass: a longer step runs the FFN in chunks of this many rows, so the
+// f32 gate/up rows (2 x 8960 x 4 B per token for the 1.5B shape) stay near the cache.
+// Measured on the 1.5B shape, pp2000 in one step: FFN 2.56-2.78 -> 2.22-2.25 ms per token.
+constexpr int64_t kFfnTokChunk = 256;
+
+// out[t] = down(silu(gate xn[t]) * up xn[t]), given already-normalized rows `a`; each
+// output row depends only on its own token, so the chunking changes no bit.
 void dense_ffn(ForwardCtx& ctx, ActRows& a, const Mat& gate, const Mat& up, const Mat& down, float* out);
 size_t dense_ffn_scratch(int64_t n_tok, int64_t n_embd, int64_t n_ff);
 

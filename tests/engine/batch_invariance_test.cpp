@@ -1,13 +1,15 @@
 // [BATCH_INVARIANT] A sequence's logits are bit-identical whether it runs alone or batched
 // with other sequences: decode batches of 1, 2, 7 and 16 sequences, and steps mixing
 // prefill chunks with decode tokens. Each sequence i runs a different token stream (the
-// refdata prompt rotated by 3i) so that rows differ.
+// refdata prompt rotated by 3i) so that rows differ. One step longer than a dense FFN
+// pass (kFfnTokChunk) checks that the FFN's token chunks change no bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <ostream>
 #include <cstring>
 
+#include "model/ffn.h"
 #include "refdata.h"
 
 namespace ds::test {
@@ -59,7 +61,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << is
 class BatchInvariance : public testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    r_ = make_runner(GetParam().model.name, GetParam().kt, GgmlType::F16, kMaxSeqs + 1, 2, kMaxSeqs * kPrefill + 8);
+    r_ = make_runner(GetParam().model.name, GetParam().kt, GgmlType::F16, kMaxSeqs + 1, 2, kMaxSeqs * kLen + 8);
     ASSERT_TRUE(r_);
     V_ = r_->model().hp().n_vocab;
     const auto base = ref_tokens(GetParam().model.name);
@@ -131,6 +133,24 @@ TEST_P(BatchInvariance, MixedPrefillAndDecode) {
   EXPECT_TRUE(same_bits(logits.data() + (1 + kPrefill - 5) * V_, ref_[0].data() + (kPrefill + 1) * V_, V_))
       << "decode row of seq 0";
   for (int i = 0; i < 3; ++i) r_->kv().release(i);
+}
+
+TEST_P(BatchInvariance, StepLongerThanAnFfnChunk) {
+  // Every sequence's whole stream in one step: 16 x 18 = 288 rows, so the dense FFN runs in
+  // two chunks and sequence 14's rows straddle the boundary.
+  static_assert(kMaxSeqs * kLen > kFfnTokChunk && kMaxSeqs * kLen < 2 * kFfnTokChunk);
+  std::vector<SeqChunk> chunks;
+  for (int i = 0; i < kMaxSeqs; ++i) {
+    ASSERT_TRUE(r_->kv().reserve(i, kLen).is_ok());
+    chunks.push_back({.seq_id = i, .tokens = std::span(toks_[i].data(), kLen), .pos0 = 0, .all_logits = true});
+  }
+  std::vector<float> logits(static_cast<size_t>(kMaxSeqs * kLen * V_));
+  ASSERT_TRUE(r_->step(chunks, logits.data()).is_ok());
+  for (int i = 0; i < kMaxSeqs; ++i) {
+    EXPECT_TRUE(same_bits(logits.data() + i * kLen * V_, ref_[i].data(), kLen * V_))
+        << "seq " << i << " rows of the 288-token step differ from the solo run";
+    r_->kv().release(i);
+  }
 }
 
 // The fast build checks a dense and an MoE model on the best ISA; the slow build
