@@ -28,7 +28,7 @@
 // other members. So a query's output is bit-identical whatever other queries share its
 // job, whether it runs in a prefill chunk or as a decode step.
 //
-// Scratch is a fixed-size frame on the stack (about 200 KB; pool threads are std::threads
+// Scratch is a fixed-size frame on the stack (about 220 KB; pool threads are std::threads
 // with the default 8 MB stack): no allocation ever, so the decode step allocates nothing
 // (STYLE.md habit 10). Shapes wider than it (K rows or V rows over kMaxRowWidth floats)
 // go to the reference kernels.
@@ -51,7 +51,7 @@ namespace ds::simd {
 
 constexpr int kAttnTile = 64;               // most rows per tile
 constexpr size_t kAttnTileBytes = 16384;    // converted K tile kept within L1
-constexpr int kAttnMaxGroup = 96;           // members per job
+constexpr int kAttnMaxGroup = 96;           // members per job: 16 queries x 6 GQA heads (1.1x over 32)
 constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
 constexpr int kTileFloats = 16 * kMaxRowWidth;  // one K (or V) tile: 16 rows of the widest row
 constexpr int kAccFloats = 16384;           // accumulators of one job (32 members x 512)
