@@ -261,10 +261,52 @@ float softmax_tile(float* p, int nt, float& m, float& l) {
   return corr;
 }
 
-// The converted rows [j0, j0 + nt) of a KV view at byte offset off, w floats each.
+// Bytes of w elements of a KV row.
+inline size_t kv_bytes(GgmlType t, int w) {
+  switch (t) {
+    case GgmlType::F32: return 4 * static_cast<size_t>(w);
+    case GgmlType::Q8_0: return static_cast<size_t>(w) / 32 * 34;
+    default: return 2 * static_cast<size_t>(w);
+  }
+}
+
+// Walks the rows j, j + 1, ... of a KV view at byte offset off: one division at the
+// start, then a row stride within each block and a block-table lookup at each block edge.
+class KvRowWalk {
+ public:
+  KvRowWalk(const KvView& kv, size_t off, int64_t j)
+      : kv_(kv), off_(off), blk_(j / kv.block_size), in_(static_cast<int>(j % kv.block_size)) {}
+  const uint8_t* next() {
+    if (in_ == kv_.block_size) {
+      in_ = 0;
+      ++blk_;
+    }
+    return kv_.blocks[blk_] + static_cast<size_t>(in_++) * kv_.row_stride + kv_.elem_offset + off_;
+  }
+
+ private:
+  const KvView& kv_;
+  size_t off_;
+  int64_t blk_;
+  int in_;
+};
+
+// The converted rows [j0, j0 + nt) of a KV view at byte offset off, w floats each. The
+// first pf_n rows from pf_j0 (the next tile, within the largest n_kv) are prefetched
+// meanwhile: a long context's cache comes from memory, in blocks that the hardware
+// prefetchers do not follow from one to the next.
 template <class V>
-void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, float* dst) {
-  for (int j = 0; j < nt; ++j) V::load_kv_row(kv.type, ref::kv_row(kv, j0 + j) + off, dst + static_cast<size_t>(j) * w, w);
+void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, float* dst, int64_t pf_j0, int pf_n) {
+  const size_t bytes = kv_bytes(kv.type, w);
+  KvRowWalk rows(kv, off, j0);
+  if (pf_n > 0) {
+    KvRowWalk pf(kv, off, pf_j0);
+    for (int j = 0; j < pf_n; ++j) {
+      const uint8_t* r = pf.next();
+      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b, 0, 3);
+    }
+  }
+  for (int j = 0; j < nt; ++j) V::load_kv_row(kv.type, rows.next(), dst + static_cast<size_t>(j) * w, w);
 }
 
 // The online softmax state of a job's members.
@@ -326,11 +368,12 @@ void attend(const AttnJob& job) {
   for (int64_t j0 = 0; j0 < n_kv; j0 += tile) {
     const int nt = static_cast<int>(std::min<int64_t>(tile, n_kv - j0));
     const int n_rows = (nt + 7) / 8 * 8;  // score blocks read whole groups of 8 rows
-    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_tile);
+    const int pf_n = static_cast<int>(std::clamp<int64_t>(n_kv - (j0 + tile), 0, tile));
+    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_tile, j0 + tile, pf_n);
     const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
     for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
       V::store_tail(k_tile, i, pad_end, V::zero());
-    if (job.v) load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile);
+    if (job.v) load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile, j0 + tile, pf_n);
     int n_act = 0;
     for (int i = 0; i < job.n_m; ++i)
       if (job.mem[i].n_kv > j0) act[n_act++] = i;
