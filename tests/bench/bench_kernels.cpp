@@ -1,8 +1,13 @@
 // GEMV (1 activation row) and GEMM (64 rows) per weight block type, shape and ISA, on 1 and
 // 2 threads (rows split evenly, as the engine does). Counters: GB/s of weight bytes read
 // and GOPS (2 * n_in * n_out * n_tok per second). Activation quantization is not timed.
+// ATTN/...: attention decode and prefill over a paged f16 cache (GFLOPS, and GB/s of cache
+// rows); the /cold variants run a decode step over every layer's cache in turn.
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -100,14 +105,18 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
 // Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
 // or a prefill chunk (the last n_q positions of ctx), cut into calls as the models' work
 // items are (ForwardCtx::for_each_attention_item): blocks of 16 queries, all heads per call.
-struct AttnProblem {
-  std::vector<uint8_t> pages;
+// With layers > 1 each iteration runs every layer's cache in turn, as a decode step does:
+// the caches together outgrow the last-level cache, so each layer's comes from memory.
+// Pages on transparent huge pages where the host allows them, as the engine's KV cache.
+struct AttnLayer {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> pages;
   std::vector<const uint8_t*> blocks;
-  std::vector<float> q, out;
-  std::vector<int32_t> pos;
 };
 
-void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q) {
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -117,43 +126,53 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   const int n_head = mla ? 16 : 12, width = mla ? 576 : 2 * 2 * 128, block = 16;
   const int d_q = mla ? 576 : 128, d_v = mla ? 512 : 128;
   std::mt19937 rng(5);
-  AttnProblem p;
   const size_t row = static_cast<size_t>(width) * 2;
-  p.pages.resize(row * static_cast<size_t>((ctx + block - 1) / block * block));
   const auto x = ds::test::random_floats(rng, width);
-  for (int64_t j = 0; j < ctx; ++j) kt->store_kv(GgmlType::F16, x.data(), p.pages.data() + j * row, width);
-  for (int64_t b = 0; b * block < ctx; ++b) p.blocks.push_back(p.pages.data() + b * block * row);
-  p.q = ds::test::random_floats(rng, n_q * n_head * d_q);
-  p.out.resize(static_cast<size_t>(n_q * n_head * d_v));
-  for (int64_t i = ctx - n_q; i < ctx; ++i) p.pos.push_back(static_cast<int32_t>(i));
-  const ds::KvView kv{.type = GgmlType::F16, .blocks = p.blocks.data(), .block_size = block, .row_stride = row,
-                      .head_offset = mla ? 0u : 256u, .elem_offset = 0};
-  // Queries [q0, q0 + n), all heads.
-  auto run = [&](int64_t q0, int64_t n) {
+  std::vector<AttnLayer> cache(static_cast<size_t>(layers));
+  for (AttnLayer& l : cache) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t bytes = (row * static_cast<size_t>((ctx + block - 1) / block * block) + kHuge - 1) / kHuge * kHuge;
+    l.pages.reset(static_cast<uint8_t*>(std::aligned_alloc(kHuge, bytes)));
+    (void)madvise(l.pages.get(), bytes, MADV_HUGEPAGE);
+    for (int64_t j = 0; j < ctx; ++j) kt->store_kv(GgmlType::F16, x.data(), l.pages.get() + j * row, width);
+    for (int64_t b = 0; b * block < ctx; ++b) l.blocks.push_back(l.pages.get() + b * block * row);
+  }
+  const auto q = ds::test::random_floats(rng, n_q * n_head * d_q);
+  std::vector<float> out(static_cast<size_t>(n_q * n_head * d_v));
+  std::vector<int32_t> pos;
+  for (int64_t i = ctx - n_q; i < ctx; ++i) pos.push_back(static_cast<int32_t>(i));
+  // Queries [q0, q0 + n), all heads, over one layer's cache.
+  auto run = [&](const AttnLayer& l, int64_t q0, int64_t n) {
+    const ds::KvView kv{.type = GgmlType::F16, .blocks = l.blocks.data(), .block_size = block, .row_stride = row,
+                        .head_offset = mla ? 0u : 256u, .elem_offset = 0};
     if (mla) {
-      const float* q = p.q.data() + q0 * n_head * 576;
-      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = q,
-                    .q_pe = q + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = p.pos.data() + q0,
-                    .kv = kv, .out = p.out.data() + q0 * n_head * 512, .out_tok_stride = n_head * 512,
+      const float* qq = q.data() + q0 * n_head * 576;
+      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = qq,
+                    .q_pe = qq + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = pos.data() + q0,
+                    .kv = kv, .out = out.data() + q0 * n_head * 512, .out_tok_stride = n_head * 512,
                     .out_head_stride = 512, .head_begin = 0, .head_end = n_head});
     } else {
       ds::KvView v = kv;
       v.elem_offset = 2 * 128 * 2;
       kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n,
-                      .q = p.q.data() + q0 * n_head * 128, .q_tok_stride = n_head * 128, .q_head_stride = 128,
-                      .q_pos = p.pos.data() + q0, .k = kv, .v = v, .out = p.out.data() + q0 * n_head * 128,
+                      .q = q.data() + q0 * n_head * 128, .q_tok_stride = n_head * 128, .q_head_stride = 128,
+                      .q_pos = pos.data() + q0, .k = kv, .v = v, .out = out.data() + q0 * n_head * 128,
                       .out_tok_stride = n_head * 128, .out_head_stride = 128, .head_begin = 0, .head_end = n_head});
     }
   };
   for (auto _ : state) {
-    for (int64_t q0 = 0; q0 < n_q; q0 += 16) run(q0, std::min<int64_t>(16, n_q - q0));
-    benchmark::DoNotOptimize(p.out.data());
+    for (const AttnLayer& l : cache)
+      for (int64_t q0 = 0; q0 < n_q; q0 += 16) run(l, q0, std::min<int64_t>(16, n_q - q0));
+    benchmark::DoNotOptimize(out.data());
   }
   double rows = 0.0;  // (query, KV row) pairs
-  for (int32_t pos : p.pos) rows += pos + 1.0;
-  const double flops = 2.0 * n_head * rows * (mla ? 576 + 512 : 256);
+  for (int32_t p : pos) rows += p + 1.0;
+  const double flops = 2.0 * n_head * rows * (mla ? 576 + 512 : 256) * layers;
   state.counters["GFLOPS"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
                                                 benchmark::Counter::kIsRate);
+  state.counters["GBps"] = benchmark::Counter(static_cast<double>(row) * static_cast<double>(ctx) * layers *
+                                                  static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -162,7 +181,12 @@ void register_all() {
       for (int64_t ctx : {512, 4096, 16384}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
                                  std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1)->Unit(benchmark::kMicrosecond);
+        // Decode steps over every layer's cache (28 layers of the 1.5B shape, 16 of MLA's
+        // wider rows): each layer's cache comes from memory.
+        if (ctx >= 4096)
+          benchmark::RegisterBenchmark((name + "/cold").c_str(), bench_attention, isa, mla, ctx, 1, mla ? 16 : 28)
+              ->Unit(benchmark::kMicrosecond);
       }
   // Prefill: a 512-token chunk over its own causal context, and the second chunk of 1024.
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
@@ -170,7 +194,7 @@ void register_all() {
       for (int64_t ctx : {512, 1024}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
                                  "/f16/prefill:512/ctx:" + std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1)->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
