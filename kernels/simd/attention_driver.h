@@ -316,6 +316,21 @@ struct AttnState {
   float p[kAttnMaxGroup][kAttnTile];
 };
 
+// accumulate_members for the NM full-tile members mem[0..NM) of a job.
+template <class V, int NM>
+void accumulate_group(const AttnJob& job, AttnState& st, const int* mem, bool first, const float* vt, int vld,
+                      int nt) {
+  float* acc[NM];
+  float corr[NM];
+  const float* p[NM];
+  for (int m = 0; m < NM; ++m) {
+    acc[m] = st.acc + static_cast<size_t>(mem[m]) * job.d_v;
+    corr[m] = st.corr[mem[m]];
+    p[m] = st.p[mem[m]];
+  }
+  accumulate_members<V, NM>(acc, corr, first, p, vt, vld, nt, job.d_v);
+}
+
 // Softmax and V accumulation of the active members over a tile of nt rows starting at
 // j0: members whose limit covers the whole tile are accumulated kAccMembers at a time,
 // a member ending inside the tile alone over its own rows.
@@ -337,16 +352,10 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
     }
   }
   int i = 0;
-  for (; i + NM <= n_full; i += NM) {
-    float* acc[NM];
-    float corr[NM];
-    const float* p[NM];
-    for (int m = 0; m < NM; ++m) {
-      acc[m] = st.acc + static_cast<size_t>(full[i + m]) * job.d_v;
-      corr[m] = st.corr[full[i + m]];
-      p[m] = st.p[full[i + m]];
-    }
-    accumulate_members<V, NM>(acc, corr, first, p, vt, vld, nt, job.d_v);
+  for (; i + NM <= n_full; i += NM) accumulate_group<V, NM>(job, st, full + i, first, vt, vld, nt);
+  if (NM > 2 && i + 2 <= n_full) {  // GQA decode: 6 heads = 4 + 2
+    accumulate_group<V, 2>(job, st, full + i, first, vt, vld, nt);
+    i += 2;
   }
   for (; i < n_full; ++i)
     accumulate_v<V>(st.acc + static_cast<size_t>(full[i]) * job.d_v, st.corr[full[i]], first, st.p[full[i]], vt,
