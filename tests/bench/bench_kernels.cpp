@@ -194,7 +194,8 @@ void register_all() {
       for (int64_t ctx : {512, 1024}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
                                  "/f16/prefill:512/ctx:" + std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1)
+            ->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
