@@ -261,15 +261,6 @@ float softmax_tile(float* p, int nt, float& m, float& l) {
   return corr;
 }
 
-// Bytes of w elements of a KV row.
-inline size_t kv_bytes(GgmlType t, int w) {
-  switch (t) {
-    case GgmlType::F32: return 4 * static_cast<size_t>(w);
-    case GgmlType::Q8_0: return static_cast<size_t>(w) / 32 * 34;
-    default: return 2 * static_cast<size_t>(w);
-  }
-}
-
 // Walks the rows j, j + 1, ... of a KV view at byte offset off: one division at the
 // start, then a row stride within each block and a block-table lookup at each block edge.
 class KvRowWalk {
@@ -291,13 +282,13 @@ class KvRowWalk {
   int in_;
 };
 
-// The converted rows [j0, j0 + nt) of a KV view at byte offset off, w floats each. The
-// first pf_n rows from pf_j0 (the next tile, within the largest n_kv) are prefetched
-// meanwhile: a long context's cache comes from memory, in blocks that the hardware
-// prefetchers do not follow from one to the next.
+// The converted rows [j0, j0 + nt) of a KV view at byte offset off, w floats each (bytes
+// in the cache). The first pf_n rows from pf_j0 (the next tile, within the largest n_kv)
+// are prefetched meanwhile: a long context's cache comes from memory, in blocks that the
+// hardware prefetchers do not follow from one to the next.
 template <class V>
-void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, float* dst, int64_t pf_j0, int pf_n) {
-  const size_t bytes = kv_bytes(kv.type, w);
+void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, size_t bytes, float* dst, int64_t pf_j0,
+               int pf_n) {
   KvRowWalk rows(kv, off, j0);
   if (pf_n > 0) {
     KvRowWalk pf(kv, off, pf_j0);
@@ -353,9 +344,11 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
   }
   int i = 0;
   for (; i + NM <= n_full; i += NM) accumulate_group<V, NM>(job, st, full + i, first, vt, vld, nt);
-  if (NM > 2 && i + 2 <= n_full) {  // GQA decode: 6 heads = 4 + 2
-    accumulate_group<V, 2>(job, st, full + i, first, vt, vld, nt);
-    i += 2;
+  if constexpr (NM > 2) {
+    if (i + 2 <= n_full) {  // GQA decode: 6 heads = 4 + 2
+      accumulate_group<V, 2>(job, st, full + i, first, vt, vld, nt);
+      i += 2;
+    }
   }
   for (; i < n_full; ++i)
     accumulate_v<V>(st.acc + static_cast<size_t>(full[i]) * job.d_v, st.corr[full[i]], first, st.p[full[i]], vt,
@@ -373,16 +366,17 @@ void attend(const AttnJob& job) {
   std::fill(st.m, st.m + job.n_m, -INFINITY);
   std::fill(st.l, st.l + job.n_m, 0.0f);
   const int tile = tile_rows<V>(kw, job.v ? job.d_v : 0);
+  const size_t k_bytes = ggml_row_size(job.k->type, kw), v_bytes = job.v ? ggml_row_size(job.v->type, job.d_v) : 0;
   int act[kAttnMaxGroup];
   for (int64_t j0 = 0; j0 < n_kv; j0 += tile) {
     const int nt = static_cast<int>(std::min<int64_t>(tile, n_kv - j0));
     const int n_rows = (nt + 7) / 8 * 8;  // score blocks read whole groups of 8 rows
     const int pf_n = static_cast<int>(std::clamp<int64_t>(n_kv - (j0 + tile), 0, tile));
-    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_tile, j0 + tile, pf_n);
+    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_bytes, k_tile, j0 + tile, pf_n);
     const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
     for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
       V::store_tail(k_tile, i, pad_end, V::zero());
-    if (job.v) load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile, j0 + tile, pf_n);
+    if (job.v) load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_bytes, v_tile, j0 + tile, pf_n);
     int n_act = 0;
     for (int i = 0; i < job.n_m; ++i)
       if (job.mem[i].n_kv > j0) act[n_act++] = i;

@@ -31,16 +31,15 @@ void dense_ffn(ForwardCtx& ctx, ActRows& a, const Mat& gate, const Mat& up, cons
   size_t sg = 0, su = 0;
   const auto* ag = static_cast<const uint8_t*>(a.get(gate.type, &sg));
   const auto* au = static_cast<const uint8_t*>(a.get(up.type, &su));
+  float* g = ctx.arena.alloc<float>(std::min(T, kFfnTokChunk) * F);  // one pass's rows, reused
+  float* u = ctx.arena.alloc<float>(std::min(T, kFfnTokChunk) * F);
+  const size_t mark = ctx.arena.mark();
   for (int64_t t0 = 0; t0 < T; t0 += kFfnTokChunk) {
     const int64_t nt = std::min(kFfnTokChunk, T - t0);
-    const size_t mark = ctx.arena.mark();
-    float* g = ctx.arena.alloc<float>(nt * F);
-    float* u = ctx.arena.alloc<float>(nt * F);
     // gate, up and silu(gate) * up in one parallel pass over the once-quantized rows
     const MatJob job = gated_job(gate, ag + t0 * sg, sg, up, au + t0 * su, su, nt, g, u, F);
-    const size_t job_mark = ctx.arena.mark();
     ctx.matmul_jobs(&job, 1);
-    ctx.arena.reset(job_mark);
+    ctx.arena.reset(mark);
     ActRows b(ctx, g, nt, F, F);
     matmul(ctx, down, b, out + t0 * down.n_out, down.n_out);
     ctx.arena.reset(mark);
