@@ -15,6 +15,7 @@ namespace {
 struct Vec8 {
   using T = __m256;
   static constexpr int kWidth = 8;
+  static constexpr int kRegs = 16;
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float f) { return _mm256_set1_ps(f); }
   static T load(const float* p) { return _mm256_loadu_ps(p); }
@@ -36,6 +37,14 @@ struct Vec8 {
   }
   [[gnu::always_inline]] static T reduce_block(const T* a);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
+  // Elements [i, i + 8) of a KV row of type KT (F32, F16 or BF16) as floats.
+  template <GgmlType KT>
+  [[gnu::always_inline]] static T load_kv(const uint8_t* row, int i) {
+    if constexpr (KT == GgmlType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i));
+    if constexpr (KT == GgmlType::F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
 };
 
 // Lane k = the sum of the 8 lanes of a[k], by one tree for every lane whatever the other

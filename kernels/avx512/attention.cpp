@@ -13,6 +13,7 @@ namespace {
 struct Vec16 {
   using T = __m512;
   static constexpr int kWidth = 16;
+  static constexpr int kRegs = 32;
   static T zero() { return _mm512_setzero_ps(); }
   static T set1(float f) { return _mm512_set1_ps(f); }
   static T load(const float* p) { return _mm512_loadu_ps(p); }
@@ -30,6 +31,14 @@ struct Vec16 {
   static float reduce_max(T v) { return _mm512_reduce_max_ps(v); }
   [[gnu::always_inline]] static T reduce_block(const T* a);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
+  // Elements [i, i + 16) of a KV row of type KT (F32, F16 or BF16) as floats.
+  template <GgmlType KT>
+  [[gnu::always_inline]] static T load_kv(const uint8_t* row, int i) {
+    if constexpr (KT == GgmlType::F32) return _mm512_loadu_ps(row + 4 * i);
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i));
+    if constexpr (KT == GgmlType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
 };
 
 // Lane k = the sum of the 16 lanes of a[k], by one tree for every lane whatever the other

@@ -355,6 +355,191 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
                     vld, nt, job.d_v);
 }
 
+// ---- Decode: K and V converted inside the products ----
+//
+// A decode step's job is one query's heads over one KV head (GQA: 4-8 members). With so few
+// members, converting each tile into scratch (load_tile) was 38-44% of the kernel's time:
+// each converted element was stored once and loaded back only by a few products. Here the
+// score and accumulation loops convert K and V rows straight from the cache (f32, f16,
+// bf16), and all members are scored and accumulated in one register pass, so each element
+// is converted once per tile. The members' arithmetic is attend()'s exactly: the same
+// tiles, the same fma order per (member, row) and reduction tree for the scores, the same
+// softmax, and acc * corr followed by one fma per row for the accumulators; converted
+// values are the same floats. [BATCH_INVARIANT] therefore holds across the two paths.
+//
+// V must also provide kRegs (vector registers) and load_kv<type>(row, i) (elements [i, i +
+// kWidth) of a row in the cache, as floats).
+
+// Register blocking of NM members: tile rows per score block (NM * NR accumulators, NR K
+// rows and a q register) and registers per member in the accumulation (NM * NC
+// accumulators, NC V registers and a broadcast p), within V::kRegs less three.
+template <class V, int NM>
+constexpr int direct_rows() {
+  for (int nr : {8, 4, 2})
+    if (NM * nr + nr + 1 <= V::kRegs - 3) return nr;
+  return 1;
+}
+template <class V, int NM>
+constexpr int direct_regs() {
+  for (int nc : {4, 2})
+    if (NM * nc + nc + 1 <= V::kRegs - 3) return nc;
+  return 1;
+}
+constexpr int kDirectMaxMembers = 8;
+
+// Scores of NM members (queries q[m], d floats) over rows krow[0..n_rows) of type KT:
+// p[m][r] = (q[m] . k_r) * scale.
+template <class V, GgmlType KT, int NM>
+void direct_scores(const float* const* q, const uint8_t* const* krow, const uint8_t* const* kpf, int d, float scale,
+                   int n_rows, float (*p)[kAttnTile]) {
+  constexpr int W = V::kWidth, NR = direct_rows<V, NM>(), NA = NM * NR, NB = (NA + W - 1) / W;
+  const int row_bytes = static_cast<int>(ggml_row_size(KT, d));
+  alignas(64) float s[W];
+  for (int r0 = 0; r0 < n_rows; r0 += NR) {
+    for (int r = 0; r < NR; ++r)
+      for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(kpf[r0 + r] + b, 0, 3);
+    typename V::T acc[NA];
+#pragma GCC unroll 32
+    for (int k = 0; k < NA; ++k) acc[k] = V::zero();
+    for (int i = 0; i < d; i += W) {
+      typename V::T kr[NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) kr[r] = V::template load_kv<KT>(krow[r0 + r], i);
+#pragma GCC unroll 8
+      for (int m = 0; m < NM; ++m) {
+        const typename V::T qm = V::load(q[m] + i);
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
+      }
+    }
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+      typename V::T blk[W];
+#pragma GCC unroll 16
+      for (int k = 0; k < W; ++k) blk[k] = b * W + k < NA ? acc[b * W + k] : V::zero();
+      V::store(s, V::mul(V::reduce_block(blk), V::set1(scale)));
+      for (int k = 0; k < W && b * W + k < NA; ++k) p[(b * W + k) / NR][r0 + (b * W + k) % NR] = s[k];
+    }
+  }
+}
+
+// acc[m][0..d) = acc[m] * corr[m] + sum_j p[m][j] * v_j for NM members over rows
+// vrow[0..nt) of type KT. noinline, as accumulate_members.
+template <class V, GgmlType KT, int NM>
+[[gnu::noinline]] void direct_accumulate(float* const* acc, const float* corr, bool first, const float (*p)[kAttnTile],
+                                         const uint8_t* const* vrow, const uint8_t* const* vpf, int nt, int d) {
+  constexpr int W = V::kWidth, NC = direct_regs<V, NM>();
+  const int row_bytes = static_cast<int>(ggml_row_size(KT, d));
+  for (int j = 0; j < nt; ++j)
+    for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(vpf[j] + b, 0, 3);
+  typename V::T vc[NM];
+  for (int m = 0; m < NM; ++m) vc[m] = V::set1(corr[m]);
+  for (int c0 = 0; c0 < d; c0 += NC * W) {
+    typename V::T r[NM][NC];
+    for (int m = 0; m < NM; ++m)
+      for (int k = 0; k < NC; ++k) r[m][k] = rescaled<V>(acc[m] + c0 + W * k, vc[m], first);
+    for (int j = 0; j < nt; ++j) {
+      typename V::T v[NC];
+      for (int k = 0; k < NC; ++k) v[k] = V::template load_kv<KT>(vrow[j], c0 + W * k);
+      for (int m = 0; m < NM; ++m) {
+        const typename V::T pj = V::set1(p[m][j]);
+        for (int k = 0; k < NC; ++k) r[m][k] = V::fmadd(pj, v[k], r[m][k]);
+      }
+    }
+    for (int m = 0; m < NM; ++m)
+      for (int k = 0; k < NC; ++k) V::store(acc[m] + c0 + W * k, r[m][k]);
+  }
+}
+
+// The next nt rows of a walk into rows[]; entries past nt up to n_rows repeat the first
+// (their scores are never used).
+inline void next_rows(KvRowWalk& walk, int nt, int n_rows, const uint8_t** rows) {
+  for (int j = 0; j < nt; ++j) rows[j] = walk.next();
+  for (int j = nt; j < n_rows; ++j) rows[j] = rows[0];
+}
+
+// attend() for a GQA job of NM members that share one n_kv, K and V rows of type KT.
+template <class V, GgmlType KT, int NM>
+void attend_direct(const AttnJob& job) {
+  constexpr int W = V::kWidth;
+  const float* q[NM];
+  float* acc[NM];
+  alignas(64) float acc_mem[NM * kMaxRowWidth];
+  alignas(64) float p[NM][kAttnTile];
+  float m_run[NM], l_run[NM], corr[NM];
+  for (int m = 0; m < NM; ++m) {
+    q[m] = job.mem[m].qa;
+    acc[m] = acc_mem + static_cast<size_t>(m) * job.d_v;
+    m_run[m] = -INFINITY;
+    l_run[m] = 0.0f;
+  }
+  const int64_t n_kv = job.mem[0].n_kv;
+  const int tile = tile_rows<V>(job.d_a, job.d_v);
+  const uint8_t* krow[kAttnTile];
+  const uint8_t* vrow[kAttnTile];
+  const uint8_t* kpf[kAttnTile];
+  const uint8_t* vpf[kAttnTile];
+  // The next tile's rows are prefetched row by row through the score and accumulation
+  // loops (issued in one burst, as load_tile does, they ran 1.5x slower from memory); the
+  // last tile prefetches its own rows.
+  KvRowWalk k_walk(*job.k, job.k_off, 0), v_walk(*job.v, job.v_off, 0);
+  const int64_t pf_start = std::min<int64_t>(tile, n_kv - 1);
+  KvRowWalk k_pf(*job.k, job.k_off, pf_start), v_pf(*job.v, job.v_off, pf_start);
+  for (int64_t j0 = 0; j0 < n_kv; j0 += tile) {
+    const int nt = static_cast<int>(std::min<int64_t>(tile, n_kv - j0));
+    const int n_rows = (nt + direct_rows<V, NM>() - 1) / direct_rows<V, NM>() * direct_rows<V, NM>();
+    next_rows(k_walk, nt, n_rows, krow);
+    next_rows(v_walk, nt, nt, vrow);
+    const int pf_n = static_cast<int>(std::clamp<int64_t>(n_kv - (j0 + tile), 0, nt));
+    if (pf_n > 0) {
+      next_rows(k_pf, pf_n, n_rows, kpf);
+      next_rows(v_pf, pf_n, nt, vpf);
+    } else {
+      std::copy(krow, krow + n_rows, kpf);
+      std::copy(vrow, vrow + nt, vpf);
+    }
+    direct_scores<V, KT, NM>(q, krow, kpf, job.d_a, job.scale, n_rows, p);
+    for (int m = 0; m < NM; ++m) corr[m] = softmax_tile<V>(p[m], nt, m_run[m], l_run[m]);
+    direct_accumulate<V, KT, NM>(acc, corr, j0 == 0, p, vrow, vpf, nt, job.d_v);
+  }
+  for (int m = 0; m < NM; ++m) {
+    const typename V::T inv = V::set1(1.0f / l_run[m]);
+    for (int i = 0; i < job.d_v; i += W) V::store(job.mem[m].out + i, V::mul(V::load(acc[m] + i), inv));
+  }
+}
+
+template <class V, GgmlType KT>
+bool attend_direct_members(const AttnJob& job) {
+  switch (job.n_m) {
+    case 1: attend_direct<V, KT, 1>(job); return true;
+    case 2: attend_direct<V, KT, 2>(job); return true;
+    case 3: attend_direct<V, KT, 3>(job); return true;
+    case 4: attend_direct<V, KT, 4>(job); return true;
+    case 5: attend_direct<V, KT, 5>(job); return true;
+    case 6: attend_direct<V, KT, 6>(job); return true;
+    case 7: attend_direct<V, KT, 7>(job); return true;
+    case 8: attend_direct<V, KT, 8>(job); return true;
+    default: return false;
+  }
+}
+
+// Runs the job through attend_direct when it qualifies: GQA (separate V rows, no second
+// q part), at most kDirectMaxMembers members with one n_kv (one query), K and V of one
+// float type, widths in whole accumulation blocks. Returns false otherwise.
+template <class V>
+bool try_attend_direct(const AttnJob& job) {
+  if (!job.v || job.d_b != 0 || job.n_m > kDirectMaxMembers || job.k->type != job.v->type) return false;
+  if (job.d_a % V::kWidth != 0 || job.d_v % (4 * V::kWidth) != 0) return false;
+  for (int i = 1; i < job.n_m; ++i)
+    if (job.mem[i].n_kv != job.mem[0].n_kv) return false;
+  switch (job.k->type) {
+    case GgmlType::F32: return attend_direct_members<V, GgmlType::F32>(job);
+    case GgmlType::F16: return attend_direct_members<V, GgmlType::F16>(job);
+    case GgmlType::BF16: return attend_direct_members<V, GgmlType::BF16>(job);
+    default: return false;
+  }
+}
+
 template <class V>
 void attend(const AttnJob& job) {
   alignas(64) float k_tile[kTileFloats];
@@ -422,7 +607,7 @@ void flash_attn(const AttnArgs& a) {
       job.k_off = static_cast<size_t>(kvh) * a.k.head_offset;
       job.v = &a.v;
       job.v_off = static_cast<size_t>(kvh) * a.v.head_offset;
-      attend<V>(job);
+      if (!try_attend_direct<V>(job)) attend<V>(job);
     }
     h0 = h1;
   }
