@@ -132,8 +132,10 @@ template <class V, int NM, int NR>
 
 // p[mi[m]][j] = (qa . k_j + qb . k_j[d_a..]) * scale for the NM members mi[0..NM) and
 // tile rows j < n_rows (a multiple of 8; rows past the tile's valid rows are zero).
+// Rows pf[0..n_rows) (bytes each) are prefetched, NR per score block, when pf is not null.
 template <class V, int NM>
-void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, int n_rows, float (*p)[kAttnTile]) {
+void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, int n_rows, float (*p)[kAttnTile],
+                   const uint8_t* const* pf, size_t pf_bytes) {
   constexpr int W = V::kWidth, NR = kScoreRows<V, NM>;
   const float* qa[NM];
   const float* qb[NM];
@@ -143,6 +145,9 @@ void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, i
   }
   alignas(64) float s[W];
   for (int r0 = 0; r0 < n_rows; r0 += NR) {
+    if (pf)
+      for (int r = 0; r < NR; ++r)
+        for (size_t b = 0; b < pf_bytes; b += 64) __builtin_prefetch(pf[r0 + r] + b, 0, 3);
     typename V::T acc[W];  // a local array: with dot_block inlined it lives in registers
     for (int k = 0; k < W; ++k) acc[k] = V::zero();
     const float* k0 = kt + static_cast<size_t>(r0) * kw;
@@ -155,13 +160,14 @@ void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, i
 }
 
 // Scores of the members act[0..n_act) over one tile: 4 members per block, then 2, then 1.
+// The first block of members prefetches rows pf[0..n_rows) (pf_bytes each) as it goes.
 template <class V>
 void scores(const AttnJob& job, const int* act, int n_act, const float* kt, int kw, int n_rows,
-            float (*p)[kAttnTile]) {
+            float (*p)[kAttnTile], const uint8_t* const* pf, size_t pf_bytes) {
   int i = 0;
-  for (; i + 4 <= n_act; i += 4) score_members<V, 4>(job, act + i, kt, kw, n_rows, p);
-  for (; i + 2 <= n_act; i += 2) score_members<V, 2>(job, act + i, kt, kw, n_rows, p);
-  for (; i < n_act; ++i) score_members<V, 1>(job, act + i, kt, kw, n_rows, p);
+  for (; i + 4 <= n_act; i += 4, pf = nullptr) score_members<V, 4>(job, act + i, kt, kw, n_rows, p, pf, pf_bytes);
+  for (; i + 2 <= n_act; i += 2, pf = nullptr) score_members<V, 2>(job, act + i, kt, kw, n_rows, p, pf, pf_bytes);
+  for (; i < n_act; ++i, pf = nullptr) score_members<V, 1>(job, act + i, kt, kw, n_rows, p, pf, pf_bytes);
 }
 
 // acc * corr, the accumulator's start on a tile; on the first tile corr is 0 and acc was
@@ -557,7 +563,16 @@ void attend(const AttnJob& job) {
     const int nt = static_cast<int>(std::min<int64_t>(tile, n_kv - j0));
     const int n_rows = (nt + 7) / 8 * 8;  // score blocks read whole groups of 8 rows
     const int pf_n = static_cast<int>(std::clamp<int64_t>(n_kv - (j0 + tile), 0, tile));
-    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_bytes, k_tile, j0 + tile, pf_n);
+    // The next tile's K rows are prefetched through the first block of scores rather than
+    // all at once before the conversion (MLA decode at 16K from memory: ~5% faster); V
+    // rows by load_tile.
+    const uint8_t* k_pf[kAttnTile];
+    if (pf_n > 0) {
+      KvRowWalk pf(*job.k, job.k_off, j0 + tile);
+      for (int j = 0; j < pf_n; ++j) k_pf[j] = pf.next();
+      for (int j = pf_n; j < n_rows; ++j) k_pf[j] = k_pf[0];
+    }
+    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_bytes, k_tile, j0 + tile, 0);
     const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
     for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
       V::store_tail(k_tile, i, pad_end, V::zero());
@@ -565,7 +580,7 @@ void attend(const AttnJob& job) {
     int n_act = 0;
     for (int i = 0; i < job.n_m; ++i)
       if (job.mem[i].n_kv > j0) act[n_act++] = i;
-    scores<V>(job, act, n_act, k_tile, kw, n_rows, st.p);
+    scores<V>(job, act, n_act, k_tile, kw, n_rows, st.p, pf_n > 0 ? k_pf : nullptr, k_bytes);
     fold_tile<V>(job, st, act, n_act, j0, nt, job.v ? v_tile : k_tile, job.v ? job.d_v : kw);
   }
   for (int im = 0; im < job.n_m; ++im) {

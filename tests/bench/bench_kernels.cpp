@@ -104,7 +104,8 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
 
 // Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
 // or a prefill chunk (the last n_q positions of ctx), cut into calls as the models' work
-// items are (ForwardCtx::for_each_attention_item): blocks of 16 queries, all heads per call.
+// items are (ForwardCtx::for_each_attention_item): blocks of 16 queries, all heads per call,
+// or the heads in `splits` calls (a one-sequence decode step on `splits` threads).
 // With layers > 1 each iteration runs every layer's cache in turn, as a decode step does:
 // the caches together outgrow the last-level cache, so each layer's comes from memory.
 // Pages on transparent huge pages where the host allows them, as the engine's KV cache.
@@ -116,7 +117,8 @@ struct AttnLayer {
   std::vector<const uint8_t*> blocks;
 };
 
-void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers) {
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers,
+                     int splits) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -141,8 +143,8 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   std::vector<float> out(static_cast<size_t>(n_q * n_head * d_v));
   std::vector<int32_t> pos;
   for (int64_t i = ctx - n_q; i < ctx; ++i) pos.push_back(static_cast<int32_t>(i));
-  // Queries [q0, q0 + n), all heads, over one layer's cache.
-  auto run = [&](const AttnLayer& l, int64_t q0, int64_t n) {
+  // Queries [q0, q0 + n), heads [hb, he), over one layer's cache.
+  auto run = [&](const AttnLayer& l, int64_t q0, int64_t n, int hb, int he) {
     const ds::KvView kv{.type = GgmlType::F16, .blocks = l.blocks.data(), .block_size = block, .row_stride = row,
                         .head_offset = mla ? 0u : 256u, .elem_offset = 0};
     if (mla) {
@@ -150,19 +152,21 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
       kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = qq,
                     .q_pe = qq + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = pos.data() + q0,
                     .kv = kv, .out = out.data() + q0 * n_head * 512, .out_tok_stride = n_head * 512,
-                    .out_head_stride = 512, .head_begin = 0, .head_end = n_head});
+                    .out_head_stride = 512, .head_begin = hb, .head_end = he});
     } else {
       ds::KvView v = kv;
       v.elem_offset = 2 * 128 * 2;
       kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n,
                       .q = q.data() + q0 * n_head * 128, .q_tok_stride = n_head * 128, .q_head_stride = 128,
                       .q_pos = pos.data() + q0, .k = kv, .v = v, .out = out.data() + q0 * n_head * 128,
-                      .out_tok_stride = n_head * 128, .out_head_stride = 128, .head_begin = 0, .head_end = n_head});
+                      .out_tok_stride = n_head * 128, .out_head_stride = 128, .head_begin = hb, .head_end = he});
     }
   };
   for (auto _ : state) {
     for (const AttnLayer& l : cache)
-      for (int64_t q0 = 0; q0 < n_q; q0 += 16) run(l, q0, std::min<int64_t>(16, n_q - q0));
+      for (int64_t q0 = 0; q0 < n_q; q0 += 16)
+        for (int g = 0; g < splits; ++g)
+          run(l, q0, std::min<int64_t>(16, n_q - q0), n_head * g / splits, n_head * (g + 1) / splits);
     benchmark::DoNotOptimize(out.data());
   }
   double rows = 0.0;  // (query, KV row) pairs
@@ -181,12 +185,18 @@ void register_all() {
       for (int64_t ctx : {512, 4096, 16384}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
                                  std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1, 1)
+            ->Unit(benchmark::kMicrosecond);
+        // The heads in two calls, as a one-sequence decode step on 2 threads runs them.
+        benchmark::RegisterBenchmark((name + "/split:2").c_str(), bench_attention, isa, mla, ctx, 1, 1, 2)
+            ->Unit(benchmark::kMicrosecond);
         // Decode steps over every layer's cache (28 layers of the 1.5B shape, 16 of MLA's
         // wider rows): each layer's cache comes from memory.
         if (ctx >= 4096)
-          benchmark::RegisterBenchmark((name + "/cold").c_str(), bench_attention, isa, mla, ctx, 1, mla ? 16 : 28)
-              ->Unit(benchmark::kMicrosecond);
+          for (int splits : {1, 2})
+            benchmark::RegisterBenchmark((name + "/cold" + (splits > 1 ? "/split:2" : "")).c_str(), bench_attention,
+                                         isa, mla, ctx, 1, mla ? 16 : 28, splits)
+                ->Unit(benchmark::kMicrosecond);
       }
   // Prefill: a 512-token chunk over its own causal context, and the second chunk of 1024.
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
@@ -194,7 +204,7 @@ void register_all() {
       for (int64_t ctx : {512, 1024}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
                                  "/f16/prefill:512/ctx:" + std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1)
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1, 1)
             ->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
