@@ -43,6 +43,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
@@ -391,33 +392,45 @@ constexpr int direct_regs() {
     if (NM * nc + nc + 1 <= V::kRegs - 3) return nc;
   return 1;
 }
-constexpr int kDirectMaxMembers = 8;
+constexpr int kDirectMaxMembers = 16;  // MLA (passes of 4 members)
+constexpr int kDirectMaxGqa = 8;       // GQA (one pass)
 
-// Scores of NM members (queries q[m], d floats) over rows krow[0..n_rows) of type KT:
-// p[m][r] = (q[m] . k_r) * scale.
+// acc[m * NR + r] += q[m][0..n) * k_r[off..off + n) lane-wise for rows krow[0..NR) of
+// type KT: dot_block's fma order.
+template <class V, GgmlType KT, int NM, int NR>
+[[gnu::always_inline]] inline void direct_dot(const float* const* q, const uint8_t* const* krow, int off, int n,
+                                              typename V::T* acc) {
+  for (int i = 0; i < n; i += V::kWidth) {
+    typename V::T kr[NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) kr[r] = V::template load_kv<KT>(krow[r], off + i);
+#pragma GCC unroll 8
+    for (int m = 0; m < NM; ++m) {
+      const typename V::T qm = V::load(q[m] + i);
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
+    }
+  }
+}
+
+// Scores of NM members (queries qa[m], d_a floats, then qb[m], d_b floats) over rows
+// krow[0..n_rows) of type KT: p[m][r] = (qa[m] . k_r[0..d_a) + qb[m] . k_r[d_a..]) * scale.
+// Rows kpf[0..n_rows) are prefetched, NR per score block, when kpf is not null.
 template <class V, GgmlType KT, int NM>
-void direct_scores(const float* const* q, const uint8_t* const* krow, const uint8_t* const* kpf, int d, float scale,
-                   int n_rows, float (*p)[kAttnTile]) {
+void direct_scores(const float* const* qa, const float* const* qb, const uint8_t* const* krow,
+                   const uint8_t* const* kpf, int d_a, int d_b, float scale, int n_rows, float (*p)[kAttnTile]) {
   constexpr int W = V::kWidth, NR = direct_rows<V, NM>(), NA = NM * NR, NB = (NA + W - 1) / W;
-  const int row_bytes = static_cast<int>(ggml_row_size(KT, d));
+  const int row_bytes = static_cast<int>(ggml_row_size(KT, d_a + d_b));
   alignas(64) float s[W];
   for (int r0 = 0; r0 < n_rows; r0 += NR) {
-    for (int r = 0; r < NR; ++r)
-      for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(kpf[r0 + r] + b, 0, 3);
+    if (kpf)
+      for (int r = 0; r < NR; ++r)
+        for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(kpf[r0 + r] + b, 0, 3);
     typename V::T acc[NA];
 #pragma GCC unroll 32
     for (int k = 0; k < NA; ++k) acc[k] = V::zero();
-    for (int i = 0; i < d; i += W) {
-      typename V::T kr[NR];
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r) kr[r] = V::template load_kv<KT>(krow[r0 + r], i);
-#pragma GCC unroll 8
-      for (int m = 0; m < NM; ++m) {
-        const typename V::T qm = V::load(q[m] + i);
-#pragma GCC unroll 8
-        for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
-      }
-    }
+    direct_dot<V, KT, NM, NR>(qa, krow + r0, 0, d_a, acc);
+    if (d_b) direct_dot<V, KT, NM, NR>(qb, krow + r0, d_a, d_b, acc);
 #pragma GCC unroll 2
     for (int b = 0; b < NB; ++b) {
       typename V::T blk[W];
@@ -430,14 +443,16 @@ void direct_scores(const float* const* q, const uint8_t* const* krow, const uint
 }
 
 // acc[m][0..d) = acc[m] * corr[m] + sum_j p[m][j] * v_j for NM members over rows
-// vrow[0..nt) of type KT. noinline, as accumulate_members.
+// vrow[0..nt) of type KT; rows vpf[0..nt) are prefetched when vpf is not null. noinline,
+// as accumulate_members.
 template <class V, GgmlType KT, int NM>
 [[gnu::noinline]] void direct_accumulate(float* const* acc, const float* corr, bool first, const float (*p)[kAttnTile],
                                          const uint8_t* const* vrow, const uint8_t* const* vpf, int nt, int d) {
   constexpr int W = V::kWidth, NC = direct_regs<V, NM>();
   const int row_bytes = static_cast<int>(ggml_row_size(KT, d));
-  for (int j = 0; j < nt; ++j)
-    for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(vpf[j] + b, 0, 3);
+  if (vpf)
+    for (int j = 0; j < nt; ++j)
+      for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(vpf[j] + b, 0, 3);
   typename V::T vc[NM];
   for (int m = 0; m < NM; ++m) vc[m] = V::set1(corr[m]);
   for (int c0 = 0; c0 < d; c0 += NC * W) {
@@ -464,69 +479,89 @@ inline void next_rows(KvRowWalk& walk, int nt, int n_rows, const uint8_t** rows)
   for (int j = nt; j < n_rows; ++j) rows[j] = rows[0];
 }
 
-// attend() for a GQA job of NM members that share one n_kv, K and V rows of type KT.
-template <class V, GgmlType KT, int NM>
+// f.template operator()<G>(g0) for the member groups of n members: passes of P, then the
+// remainder as one pass of its own width.
+template <int P, class F, int... R>
+void member_passes(int n, F&& f, std::integer_sequence<int, R...>) {
+  int g = 0;
+  for (; g + P <= n; g += P) f.template operator()<P>(g);
+  const int rest = n - g;
+  ((rest == R + 1 ? (f.template operator()<R + 1>(g), 0) : 0), ...);
+}
+
+// attend() for a job of members that share one n_kv, K and V rows of type KT (MLA: V is
+// the first d_v of the K row), P members per register pass.
+template <class V, GgmlType KT, int P>
 void attend_direct(const AttnJob& job) {
-  constexpr int W = V::kWidth;
-  const float* q[NM];
-  float* acc[NM];
-  alignas(64) float acc_mem[NM * kMaxRowWidth];
-  alignas(64) float p[NM][kAttnTile];
-  float m_run[NM], l_run[NM], corr[NM];
-  for (int m = 0; m < NM; ++m) {
-    q[m] = job.mem[m].qa;
+  constexpr int W = V::kWidth, NMax = kDirectMaxMembers;
+  const int n = job.n_m;
+  const float* qa[NMax];
+  const float* qb[NMax];
+  float* acc[NMax];
+  alignas(64) float acc_mem[NMax * kMaxRowWidth];
+  alignas(64) float p[NMax][kAttnTile];
+  float m_run[NMax], l_run[NMax], corr[NMax];
+  for (int m = 0; m < n; ++m) {
+    qa[m] = job.mem[m].qa;
+    qb[m] = job.mem[m].qb;
     acc[m] = acc_mem + static_cast<size_t>(m) * job.d_v;
     m_run[m] = -INFINITY;
     l_run[m] = 0.0f;
   }
   const int64_t n_kv = job.mem[0].n_kv;
-  const int tile = tile_rows<V>(job.d_a, job.d_v);
+  const int tile = tile_rows<V>(job.d_a + job.d_b, job.v ? job.d_v : 0);  // attend()'s tiles
+  const int n_rows_mult = 8;  // every pass width's score rows divide 8
+  const KvView& vv = job.v ? *job.v : *job.k;
+  const size_t v_off = job.v ? job.v_off : job.k_off;
   const uint8_t* krow[kAttnTile];
   const uint8_t* vrow[kAttnTile];
   const uint8_t* kpf[kAttnTile];
   const uint8_t* vpf[kAttnTile];
-  // The next tile's rows are prefetched row by row through the score and accumulation
-  // loops (issued in one burst, as load_tile does, they ran 1.5x slower from memory); the
-  // last tile prefetches its own rows.
-  KvRowWalk k_walk(*job.k, job.k_off, 0), v_walk(*job.v, job.v_off, 0);
+  // The next tile's rows are prefetched row by row through the first pass's score and
+  // accumulation loops (issued in one burst, as load_tile does, they ran 1.5x slower from
+  // memory); the last tile prefetches its own rows. MLA's V rows are its K rows.
+  KvRowWalk k_walk(*job.k, job.k_off, 0), v_walk(vv, v_off, 0);
   const int64_t pf_start = std::min<int64_t>(tile, n_kv - 1);
-  KvRowWalk k_pf(*job.k, job.k_off, pf_start), v_pf(*job.v, job.v_off, pf_start);
+  KvRowWalk k_pf(*job.k, job.k_off, pf_start), v_pf(vv, v_off, pf_start);
   for (int64_t j0 = 0; j0 < n_kv; j0 += tile) {
     const int nt = static_cast<int>(std::min<int64_t>(tile, n_kv - j0));
-    const int n_rows = (nt + direct_rows<V, NM>() - 1) / direct_rows<V, NM>() * direct_rows<V, NM>();
+    const int n_rows = (nt + n_rows_mult - 1) / n_rows_mult * n_rows_mult;
     next_rows(k_walk, nt, n_rows, krow);
-    next_rows(v_walk, nt, nt, vrow);
+    if (job.v) next_rows(v_walk, nt, nt, vrow);
     const int pf_n = static_cast<int>(std::clamp<int64_t>(n_kv - (j0 + tile), 0, nt));
     if (pf_n > 0) {
       next_rows(k_pf, pf_n, n_rows, kpf);
-      next_rows(v_pf, pf_n, nt, vpf);
+      if (job.v) next_rows(v_pf, pf_n, nt, vpf);
     } else {
       std::copy(krow, krow + n_rows, kpf);
-      std::copy(vrow, vrow + nt, vpf);
+      if (job.v) std::copy(vrow, vrow + nt, vpf);
     }
-    direct_scores<V, KT, NM>(q, krow, kpf, job.d_a, job.scale, n_rows, p);
-    for (int m = 0; m < NM; ++m) corr[m] = softmax_tile<V>(p[m], nt, m_run[m], l_run[m]);
-    direct_accumulate<V, KT, NM>(acc, corr, j0 == 0, p, vrow, vpf, nt, job.d_v);
+    const uint8_t* const* vr = job.v ? vrow : krow;
+    member_passes<P>(n, [&]<int G>(int g) {
+      direct_scores<V, KT, G>(qa + g, qb + g, krow, g == 0 ? kpf : nullptr, job.d_a, job.d_b, job.scale, n_rows,
+                              p + g);
+    }, std::make_integer_sequence<int, P - 1>{});
+    for (int m = 0; m < n; ++m) corr[m] = softmax_tile<V>(p[m], nt, m_run[m], l_run[m]);
+    member_passes<P>(n, [&]<int G>(int g) {
+      direct_accumulate<V, KT, G>(acc + g, corr + g, j0 == 0, p + g, vr, g == 0 && job.v ? vpf : nullptr, nt,
+                                  job.d_v);
+    }, std::make_integer_sequence<int, P - 1>{});
   }
-  for (int m = 0; m < NM; ++m) {
+  for (int m = 0; m < n; ++m) {
     const typename V::T inv = V::set1(1.0f / l_run[m]);
     for (int i = 0; i < job.d_v; i += W) V::store(job.mem[m].out + i, V::mul(V::load(acc[m] + i), inv));
   }
 }
 
-template <class V, GgmlType KT>
-bool attend_direct_members(const AttnJob& job) {
-  switch (job.n_m) {
-    case 1: attend_direct<V, KT, 1>(job); return true;
-    case 2: attend_direct<V, KT, 2>(job); return true;
-    case 3: attend_direct<V, KT, 3>(job); return true;
-    case 4: attend_direct<V, KT, 4>(job); return true;
-    case 5: attend_direct<V, KT, 5>(job); return true;
-    case 6: attend_direct<V, KT, 6>(job); return true;
-    case 7: attend_direct<V, KT, 7>(job); return true;
-    case 8: attend_direct<V, KT, 8>(job); return true;
-    default: return false;
+// GQA: all members in one register pass (at most 8); MLA: passes of 4 (its rows are 4.5x
+// wider, and 8 members in one pass ran 1.2x slower than the tile path from cache).
+template <class V, GgmlType KT, int... I>
+bool attend_direct_members(const AttnJob& job, std::integer_sequence<int, I...>) {
+  if (!job.v) {
+    attend_direct<V, KT, 4>(job);
+    return true;
   }
+  return ((job.n_m == I + 1 ? (attend_direct<V, KT, I + 1>(job), true) : false) || ...);
 }
 
 // Runs the job through attend_direct when it qualifies: GQA (separate V rows, no second
@@ -534,14 +569,15 @@ bool attend_direct_members(const AttnJob& job) {
 // float type, widths in whole accumulation blocks. Returns false otherwise.
 template <class V>
 bool try_attend_direct(const AttnJob& job) {
-  if (!job.v || job.d_b != 0 || job.n_m > kDirectMaxMembers || job.k->type != job.v->type) return false;
-  if (job.d_a % V::kWidth != 0 || job.d_v % (4 * V::kWidth) != 0) return false;
+  if (job.n_m > (job.v ? kDirectMaxGqa : kDirectMaxMembers) || (job.v && job.k->type != job.v->type)) return false;
+  if (job.d_a % V::kWidth != 0 || job.d_b % V::kWidth != 0 || job.d_v % (4 * V::kWidth) != 0) return false;
   for (int i = 1; i < job.n_m; ++i)
     if (job.mem[i].n_kv != job.mem[0].n_kv) return false;
+  using Gqa = std::make_integer_sequence<int, kDirectMaxGqa>;
   switch (job.k->type) {
-    case GgmlType::F32: return attend_direct_members<V, GgmlType::F32>(job);
-    case GgmlType::F16: return attend_direct_members<V, GgmlType::F16>(job);
-    case GgmlType::BF16: return attend_direct_members<V, GgmlType::BF16>(job);
+    case GgmlType::F32: return attend_direct_members<V, GgmlType::F32>(job, Gqa{});
+    case GgmlType::F16: return attend_direct_members<V, GgmlType::F16>(job, Gqa{});
+    case GgmlType::BF16: return attend_direct_members<V, GgmlType::BF16>(job, Gqa{});
     default: return false;
   }
 }
@@ -648,7 +684,7 @@ void mla_attn(const MlaArgs& a) {
       job.d_v = a.kv_lora;
       job.scale = a.scale;
       job.k = &a.kv;
-      attend<V>(job);
+      if (!try_attend_direct<V>(job)) attend<V>(job);
     }
   }
 }

@@ -303,34 +303,39 @@ TEST(Attention, ScatteredQueryPositionsEqualNaiveSoftmax) {
   }
 }
 
-// Decode steps (one query, a KV head's 1-8 query heads per job) take the path that reads K
-// and V straight from the cache (attention_driver.h, attend_direct): every member count,
-// every float cache type, contexts within one tile, across tiles and at a tile's edge,
-// against naive attention; and bit for bit the output of the same query inside a prefill
-// chunk (the tile path) [BATCH_INVARIANT].
+// Decode steps (one query; GQA: a KV head's 1-8 query heads per job, MLA: 1-16 heads) take
+// the path that reads K and V straight from the cache (attention_driver.h, attend_direct):
+// every member count, every float cache type, contexts within one tile, across tiles and at
+// a tile's edge, against naive attention; and bit for bit the output of the same query
+// inside a prefill chunk (the tile path) [BATCH_INVARIANT].
 TEST(Attention, DecodeEqualsNaiveSoftmaxAndPrefillBitwise) {
   std::mt19937 rng(26);
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
-    for (int group = 1; group <= 8; ++group)
-      for (int64_t ctx : {1, 31, 32, 33, 130}) {
-        const Problem p(rng, false, t, 2 * group, 2, 128, 128, ctx, chunk_positions(ctx, std::min<int64_t>(ctx, 20)));
-        const auto cache = cache_doubles(*p.kv, ctx);
-        const size_t n = static_cast<size_t>(p.out_size());
-        for (const KernelTable* kt : available_tables()) {
-          const std::string what = std::string(table_name(*kt)) + " " + ggml_type_name(t) +
-                                   " group=" + std::to_string(group) + " ctx=" + std::to_string(ctx);
-          std::vector<float> chunk(n, NAN), steps(n, NAN);
-          p.run(*kt, 0, p.n_q(), 0, p.n_head, chunk.data());
-          for (int64_t it = 0; it < p.n_q(); ++it) p.run(*kt, it, 1, 0, p.n_head, steps.data());
-          for (int64_t it = 0; it < p.n_q(); ++it)
-            for (int ih = 0; ih < p.n_head; ++ih) {
-              const size_t i = static_cast<size_t>(it * p.n_head + ih);
-              ASSERT_LE(rel_err(steps.data() + i * 128, p.naive(cache, it, ih)), kAttnRelTol)
-                  << what << " q=" << it << " head=" << ih;
-            }
-          EXPECT_EQ(0, std::memcmp(chunk.data(), steps.data(), n * 4)) << what;
+    for (bool mla : {false, true})
+      for (int group = 1; group <= (mla ? 16 : 8); ++group)
+        for (int64_t ctx : {1, 15, 16, 17, 31, 32, 33, 130}) {
+          // MLA: a narrow latent (128 + rope 64) for time, and V2/V3's 512 + 64 at 8 and 16 heads.
+          const int lora = mla && group % 8 == 0 ? 512 : 128;
+          const auto pos = chunk_positions(ctx, std::min<int64_t>(ctx, 20));
+          const Problem p = mla ? Problem(rng, true, t, group, 1, lora + 64, lora, ctx, pos)
+                                : Problem(rng, false, t, 2 * group, 2, 128, 128, ctx, pos);
+          const auto cache = cache_doubles(*p.kv, ctx);
+          const size_t n = static_cast<size_t>(p.out_size());
+          for (const KernelTable* kt : available_tables()) {
+            const std::string what = std::string(table_name(*kt)) + (mla ? " mla " : " gqa ") + ggml_type_name(t) +
+                                     " heads=" + std::to_string(p.n_head) + " ctx=" + std::to_string(ctx);
+            std::vector<float> chunk(n, NAN), steps(n, NAN);
+            p.run(*kt, 0, p.n_q(), 0, p.n_head, chunk.data());
+            for (int64_t it = 0; it < p.n_q(); ++it) p.run(*kt, it, 1, 0, p.n_head, steps.data());
+            for (int64_t it = 0; it < p.n_q(); ++it)
+              for (int ih = 0; ih < p.n_head; ++ih) {
+                const size_t i = static_cast<size_t>(it * p.n_head + ih);
+                ASSERT_LE(rel_err(steps.data() + i * static_cast<size_t>(p.d_v), p.naive(cache, it, ih)), kAttnRelTol)
+                    << what << " q=" << it << " head=" << ih;
+              }
+            EXPECT_EQ(0, std::memcmp(chunk.data(), steps.data(), n * 4)) << what;
+          }
         }
-      }
 }
 
 // [BATCH_INVARIANT] A query's output, bit for bit, does not depend on which other queries
