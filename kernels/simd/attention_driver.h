@@ -15,6 +15,10 @@
 // before a tile takes no part in it, one whose n_kv ends inside a tile uses only its rows
 // of it. MLA is the case "K row = [c | k_pe], q = [q_abs | q_pe], V = c".
 //
+// Decode jobs (every member at one position: a query's heads) over an f32/f16/bf16 cache
+// take attend_direct() instead, which converts K and V inside the products rather than into
+// scratch; its arithmetic per member is attend()'s, so either path gives the same bits.
+//
 // Scores are a small GEMM: NM members x NR tile rows accumulate lane-wise in kWidth
 // registers (each K load serves NM members, each q load NR rows), and one transposing
 // reduction turns the kWidth accumulators into kWidth scores.
