@@ -336,6 +336,11 @@ TEST(Attention, DecodeEqualsNaiveSoftmaxAndPrefillBitwise) {
             EXPECT_EQ(0, std::memcmp(chunk.data(), steps.data(), n * 4)) << what;
           }
         }
+  // A long context: 256 paged blocks, the 1.5B shape's heads and V2/V3's latent.
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16}) {
+    expect_naive(Problem(rng, false, t, 12, 2, 128, 128, 4096, {4095}), 4096);
+    expect_naive(Problem(rng, true, t, 16, 1, 576, 512, 4096, {4095}), 4096);
+  }
 }
 
 // [BATCH_INVARIANT] A query's output, bit for bit, does not depend on which other queries
