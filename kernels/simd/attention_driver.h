@@ -368,12 +368,15 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
 
 // ---- Decode: K and V converted inside the products ----
 //
-// A decode step's job is one query's heads over one KV head (GQA: 4-8 members). With so few
-// members, converting each tile into scratch (load_tile) was 38-44% of the kernel's time:
-// each converted element was stored once and loaded back only by a few products. Here the
-// score and accumulation loops convert K and V rows straight from the cache (f32, f16,
-// bf16), and all members are scored and accumulated in one register pass, so each element
-// is converted once per tile. The members' arithmetic is attend()'s exactly: the same
+// A decode step's job is one query's heads over one KV head (GQA: 4-8 members; MLA: up to
+// 16 heads over the shared latent). With so few members, converting each tile into scratch
+// (load_tile) was 38-44% of the GQA kernel's time: each converted element was stored once
+// and loaded back only by a few products. Here the score and accumulation loops convert K
+// and V rows straight from the cache (f32, f16, bf16). GQA scores and accumulates all its
+// members in one register pass, so each element is converted once per tile; MLA's 4.5x
+// wider rows take passes of 4 heads, each converting the rows again (the conversion runs
+// beside the FMAs, and the tile path's float tile did not fit L1 with 8-16 heads' queries
+// and accumulators). The members' arithmetic is attend()'s exactly: the same
 // tiles, the same fma order per (member, row) and reduction tree for the scores, the same
 // softmax, and acc * corr followed by one fma per row for the accumulators; converted
 // values are the same floats. [BATCH_INVARIANT] therefore holds across the two paths.
