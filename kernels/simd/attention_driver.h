@@ -83,6 +83,12 @@ int tile_rows(int kw, int d_v) {
   return std::min({std::clamp(rows, 8, kAttnTile), v_rows, kTileFloats / kw / 8 * 8});
 }
 
+// Prefetches the `bytes` bytes of one KV row (a long context's cache comes from memory, in
+// blocks that the hardware prefetchers do not follow from one to the next).
+inline void prefetch_row(const uint8_t* row, size_t bytes) {
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 3);
+}
+
 // One (query, head) pair of a job.
 struct AttnMember {
   const float* qa = nullptr;  // d_a wide
@@ -151,8 +157,7 @@ void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, i
   alignas(64) float s[W];
   for (int r0 = 0; r0 < n_rows; r0 += NR) {
     if (pf)
-      for (int r = 0; r < NR; ++r)
-        for (size_t b = 0; b < pf_bytes; b += 64) __builtin_prefetch(pf[r0 + r] + b, 0, 3);
+      for (int r = 0; r < NR; ++r) prefetch_row(pf[r0 + r], pf_bytes);
     typename V::T acc[W];  // a local array: with dot_block inlined it lives in registers
     for (int k = 0; k < W; ++k) acc[k] = V::zero();
     const float* k0 = kt + static_cast<size_t>(r0) * kw;
@@ -293,21 +298,24 @@ class KvRowWalk {
   int in_;
 };
 
-// The converted rows [j0, j0 + nt) of a KV view at byte offset off, w floats each (bytes
-// in the cache). The first pf_n rows from pf_j0 (the next tile, within the largest n_kv)
-// are prefetched meanwhile: a long context's cache comes from memory, in blocks that the
-// hardware prefetchers do not follow from one to the next.
-template <class V>
-void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, size_t bytes, float* dst, int64_t pf_j0,
-               int pf_n) {
+// Prefetches rows [j0, j0 + n) of a KV view at byte offset off, `bytes` of each.
+inline void prefetch_rows(const KvView& kv, size_t off, int64_t j0, int n, size_t bytes) {
+  if (n <= 0) return;
   KvRowWalk rows(kv, off, j0);
-  if (pf_n > 0) {
-    KvRowWalk pf(kv, off, pf_j0);
-    for (int j = 0; j < pf_n; ++j) {
-      const uint8_t* r = pf.next();
-      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b, 0, 3);
-    }
-  }
+  for (int j = 0; j < n; ++j) prefetch_row(rows.next(), bytes);
+}
+
+// The next nt rows of a walk into rows[]; entries past nt up to n_rows repeat the first
+// (their scores are never used).
+inline void next_rows(KvRowWalk& walk, int nt, int n_rows, const uint8_t** rows) {
+  for (int j = 0; j < nt; ++j) rows[j] = walk.next();
+  for (int j = nt; j < n_rows; ++j) rows[j] = rows[0];
+}
+
+// The converted rows [j0, j0 + nt) of a KV view at byte offset off, w floats each.
+template <class V>
+void load_tile(const KvView& kv, size_t off, int64_t j0, int nt, int w, float* dst) {
+  KvRowWalk rows(kv, off, j0);
   for (int j = 0; j < nt; ++j) V::load_kv_row(kv.type, rows.next(), dst + static_cast<size_t>(j) * w, w);
 }
 
@@ -356,7 +364,7 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
   int i = 0;
   for (; i + NM <= n_full; i += NM) accumulate_group<V, NM>(job, st, full + i, first, vt, vld, nt);
   if constexpr (NM > 2) {
-    if (i + 2 <= n_full) {  // GQA decode: 6 heads = 4 + 2
+    if (i + 2 <= n_full) {  // 6 GQA heads = 4 + 2 (a Q8_0-cache decode step)
       accumulate_group<V, 2>(job, st, full + i, first, vt, vld, nt);
       i += 2;
     }
@@ -402,6 +410,10 @@ constexpr int direct_regs() {
 constexpr int kDirectMaxMembers = 16;  // MLA (passes of 4 members)
 constexpr int kDirectMaxGqa = 8;       // GQA (one pass)
 
+// Bytes per element of the cache types the direct path reads (F32, F16, BF16).
+template <GgmlType KT>
+constexpr size_t kv_elem_bytes = KT == GgmlType::F32 ? 4 : 2;
+
 // acc[m * NR + r] += q[m][0..n) * k_r[off..off + n) lane-wise for rows krow[0..NR) of
 // type KT: dot_block's fma order.
 template <class V, GgmlType KT, int NM, int NR>
@@ -427,12 +439,11 @@ template <class V, GgmlType KT, int NM>
 void direct_scores(const float* const* qa, const float* const* qb, const uint8_t* const* krow,
                    const uint8_t* const* kpf, int d_a, int d_b, float scale, int n_rows, float (*p)[kAttnTile]) {
   constexpr int W = V::kWidth, NR = direct_rows<V, NM>(), NA = NM * NR, NB = (NA + W - 1) / W;
-  const int row_bytes = static_cast<int>(ggml_row_size(KT, d_a + d_b));
+  const size_t row_bytes = kv_elem_bytes<KT> * static_cast<size_t>(d_a + d_b);
   alignas(64) float s[W];
   for (int r0 = 0; r0 < n_rows; r0 += NR) {
     if (kpf)
-      for (int r = 0; r < NR; ++r)
-        for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(kpf[r0 + r] + b, 0, 3);
+      for (int r = 0; r < NR; ++r) prefetch_row(kpf[r0 + r], row_bytes);
     typename V::T acc[NA];
 #pragma GCC unroll 32
     for (int k = 0; k < NA; ++k) acc[k] = V::zero();
@@ -456,10 +467,8 @@ template <class V, GgmlType KT, int NM>
 [[gnu::noinline]] void direct_accumulate(float* const* acc, const float* corr, bool first, const float (*p)[kAttnTile],
                                          const uint8_t* const* vrow, const uint8_t* const* vpf, int nt, int d) {
   constexpr int W = V::kWidth, NC = direct_regs<V, NM>();
-  const int row_bytes = static_cast<int>(ggml_row_size(KT, d));
   if (vpf)
-    for (int j = 0; j < nt; ++j)
-      for (int b = 0; b < row_bytes; b += 64) __builtin_prefetch(vpf[j] + b, 0, 3);
+    for (int j = 0; j < nt; ++j) prefetch_row(vpf[j], kv_elem_bytes<KT> * static_cast<size_t>(d));
   typename V::T vc[NM];
   for (int m = 0; m < NM; ++m) vc[m] = V::set1(corr[m]);
   for (int c0 = 0; c0 < d; c0 += NC * W) {
@@ -479,21 +488,18 @@ template <class V, GgmlType KT, int NM>
   }
 }
 
-// The next nt rows of a walk into rows[]; entries past nt up to n_rows repeat the first
-// (their scores are never used).
-inline void next_rows(KvRowWalk& walk, int nt, int n_rows, const uint8_t** rows) {
-  for (int j = 0; j < nt; ++j) rows[j] = walk.next();
-  for (int j = nt; j < n_rows; ++j) rows[j] = rows[0];
-}
-
 // f.template operator()<G>(g0) for the member groups of n members: passes of P, then the
 // remainder as one pass of its own width.
 template <int P, class F, int... R>
-void member_passes(int n, F&& f, std::integer_sequence<int, R...>) {
+void member_passes_impl(int n, F&& f, std::integer_sequence<int, R...>) {
   int g = 0;
   for (; g + P <= n; g += P) f.template operator()<P>(g);
   const int rest = n - g;
   ((rest == R + 1 ? (f.template operator()<R + 1>(g), 0) : 0), ...);
+}
+template <int P, class F>
+void member_passes(int n, F&& f) {
+  member_passes_impl<P>(n, f, std::make_integer_sequence<int, P - 1>{});
 }
 
 // attend() for a job of members that share one n_kv, K and V rows of type KT (MLA: V is
@@ -525,8 +531,8 @@ void attend_direct(const AttnJob& job) {
   const uint8_t* kpf[kAttnTile];
   const uint8_t* vpf[kAttnTile];
   // The next tile's rows are prefetched row by row through the first pass's score and
-  // accumulation loops (issued in one burst, as load_tile does, they ran 1.5x slower from
-  // memory); the last tile prefetches its own rows. MLA's V rows are its K rows.
+  // accumulation loops (issued in one burst before the tile, they ran 1.5x slower from
+  // memory). MLA's V rows are its K rows.
   KvRowWalk k_walk(*job.k, job.k_off, 0), v_walk(vv, v_off, 0);
   const int64_t pf_start = std::min<int64_t>(tile, n_kv - 1);
   KvRowWalk k_pf(*job.k, job.k_off, pf_start), v_pf(vv, v_off, pf_start);
@@ -539,20 +545,18 @@ void attend_direct(const AttnJob& job) {
     if (pf_n > 0) {
       next_rows(k_pf, pf_n, n_rows, kpf);
       if (job.v) next_rows(v_pf, pf_n, nt, vpf);
-    } else {
-      std::copy(krow, krow + n_rows, kpf);
-      if (job.v) std::copy(vrow, vrow + nt, vpf);
     }
+    const uint8_t* const* kp = pf_n > 0 ? kpf : nullptr;
+    const uint8_t* const* vp = pf_n > 0 && job.v ? vpf : nullptr;
     const uint8_t* const* vr = job.v ? vrow : krow;
     member_passes<P>(n, [&]<int G>(int g) {
-      direct_scores<V, KT, G>(qa + g, qb + g, krow, g == 0 ? kpf : nullptr, job.d_a, job.d_b, job.scale, n_rows,
+      direct_scores<V, KT, G>(qa + g, qb + g, krow, g == 0 ? kp : nullptr, job.d_a, job.d_b, job.scale, n_rows,
                               p + g);
-    }, std::make_integer_sequence<int, P - 1>{});
+    });
     for (int m = 0; m < n; ++m) corr[m] = softmax_tile<V>(p[m], nt, m_run[m], l_run[m]);
     member_passes<P>(n, [&]<int G>(int g) {
-      direct_accumulate<V, KT, G>(acc + g, corr + g, j0 == 0, p + g, vr, g == 0 && job.v ? vpf : nullptr, nt,
-                                  job.d_v);
-    }, std::make_integer_sequence<int, P - 1>{});
+      direct_accumulate<V, KT, G>(acc + g, corr + g, j0 == 0, p + g, vr, g == 0 ? vp : nullptr, nt, job.d_v);
+    });
   }
   for (int m = 0; m < n; ++m) {
     const typename V::T inv = V::set1(1.0f / l_run[m]);
@@ -571,9 +575,10 @@ bool attend_direct_members(const AttnJob& job, std::integer_sequence<int, I...>)
   return ((job.n_m == I + 1 ? (attend_direct<V, KT, I + 1>(job), true) : false) || ...);
 }
 
-// Runs the job through attend_direct when it qualifies: GQA (separate V rows, no second
-// q part), at most kDirectMaxMembers members with one n_kv (one query), K and V of one
-// float type, widths in whole accumulation blocks. Returns false otherwise.
+// Runs the job through attend_direct when it qualifies: one n_kv for all members (one
+// query), at most kDirectMaxGqa GQA or kDirectMaxMembers MLA members, K and V of one float
+// type, widths in whole vectors and V rows in whole accumulation blocks. Returns false
+// otherwise (Q8_0 caches, prefill jobs, wider GQA groups take attend()).
 template <class V>
 bool try_attend_direct(const AttnJob& job) {
   if (job.n_m > (job.v ? kDirectMaxGqa : kDirectMaxMembers) || (job.v && job.k->type != job.v->type)) return false;
@@ -612,14 +617,16 @@ void attend(const AttnJob& job) {
     const uint8_t* k_pf[kAttnTile];
     if (pf_n > 0) {
       KvRowWalk pf(*job.k, job.k_off, j0 + tile);
-      for (int j = 0; j < pf_n; ++j) k_pf[j] = pf.next();
-      for (int j = pf_n; j < n_rows; ++j) k_pf[j] = k_pf[0];
+      next_rows(pf, pf_n, n_rows, k_pf);
     }
-    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_bytes, k_tile, j0 + tile, 0);
+    load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_tile);
     const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
     for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
       V::store_tail(k_tile, i, pad_end, V::zero());
-    if (job.v) load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_bytes, v_tile, j0 + tile, pf_n);
+    if (job.v) {
+      prefetch_rows(*job.v, job.v_off, j0 + tile, pf_n, v_bytes);
+      load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile);
+    }
     int n_act = 0;
     for (int i = 0; i < job.n_m; ++i)
       if (job.mem[i].n_kv > j0) act[n_act++] = i;
