@@ -55,7 +55,7 @@ print("|---|---|---|---|---|---|---|---|")
 limits = []
 for m, js in rows:
     j = json.loads(js)
-    limits.append((m, j["bandwidth_gbs"], j["int8_gops"], j["fp32_gflops"]))
+    limits.append((m, j))
     r = ref[m]
     print(f"| {label[m]} | reference engine | {r[0]} | {r[1]} | {r[2]} | | | |")
     print(f"| {label[m]} | fastest CPU fork | {r[3]} | {r[4]} | - | | | |")
@@ -65,7 +65,8 @@ for m, js in rows:
           f"| {100*j['tg_roofline']:.0f}% ({j['bytes_per_token']/1e9:.3f} GB/token) "
           f"| {100*j['pp_roofline']:.0f}% ({j['ops_per_token']/1e9:.2f} GOP/token) |")
 print()
-for m, bw, gops, gflops in limits:  # each model's rooflines use the limits of its own process
-    print(f"machine (measured in the {m} run): read bandwidth {bw:.1f} GB/s, int8 peak {gops:.0f} GOPS, "
-          f"fp32 FMA peak {gflops:.0f} GFLOPS")
+for m, j in limits:  # each repeat's roofline uses the limits read around that repeat
+    print(f"machine (measured in the {m} run, around each repeat): read bandwidth {j['bandwidth_gbs']:.1f} GB/s "
+          f"({j['bandwidth_gbs_min']:.1f}..{j['bandwidth_gbs_max']:.1f}), int8 peak {j['int8_gops']:.0f} GOPS "
+          f"({j['int8_gops_min']:.0f}..{j['int8_gops_max']:.0f}), fp32 FMA peak {j['fp32_gflops']:.0f} GFLOPS")
 PY

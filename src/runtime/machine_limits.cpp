@@ -74,37 +74,51 @@ bool cpu_has_avx512_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
 }
 
-Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts) {
+Result<BandwidthProbe> BandwidthProbe::create(ThreadPool& pool, const BandwidthOptions& opts) {
   const int nth = pool.n_threads();
-  const int ns = std::clamp(opts.streams_per_thread, 1, 8);
-  const size_t unit = size_t{64} * ns * nth;  // whole cache lines per stream per thread
-  size_t bytes = opts.bytes ? opts.bytes : default_bandwidth_bytes();
-  bytes = std::max(bytes / unit, size_t{1}) * unit;
-  auto buf = NumaBuffer::allocate(bytes, nth > 1 ? NumaMode::kDistribute : NumaMode::kNone);
+  BandwidthOptions o = opts;
+  o.streams_per_thread = std::clamp(opts.streams_per_thread, 1, 8);
+  const size_t unit = size_t{64} * o.streams_per_thread * nth;  // whole cache lines per stream per thread
+  const size_t bytes = opts.bytes ? opts.bytes : default_bandwidth_bytes();
+  o.bytes = std::max(bytes / unit, size_t{1}) * unit;
+  auto buf = NumaBuffer::allocate(o.bytes, nth > 1 ? NumaMode::kDistribute : NumaMode::kNone);
   if (!buf) return Status::error("bandwidth test: " + buf.message());
   uint8_t* base = buf->data();
-  const size_t slice = bytes / nth;
-
+  const size_t slice = o.bytes / nth;
   pool.run([&](int ith, int) {
     // First touch by the reader; varied bytes so nothing is a shared zero page.
     uint8_t* s = base + ith * slice;
     for (size_t i = 0; i < slice; i += 64) std::memset(s + i, static_cast<int>((i >> 6) + ith), 64);
   });
+  return BandwidthProbe(pool, std::move(*buf), o);
+}
+
+BandwidthResult BandwidthProbe::measure(int repeats) {
+  const int nth = pool_->n_threads(), ns = opts_.streams_per_thread;
+  const uint8_t* base = buf_.data();
+  const size_t slice = opts_.bytes / nth;
   std::atomic<uint64_t> sink{0};
   auto pass = [&] {
     const auto t0 = Clock::now();
-    pool.run([&](int ith, int) { sink.fetch_add(read_streams(base + ith * slice, slice, ns)); });
+    pool_->run([&](int ith, int) { sink.fetch_add(read_streams(base + ith * slice, slice, ns)); });
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   pass();  // warm-up: TLB and page-table walks, clock ramp
   std::vector<double> gbs;
-  for (int r = 0; r < std::max(1, opts.repeats); ++r) gbs.push_back(static_cast<double>(bytes) / pass() / 1e9);
+  const int n = repeats > 0 ? repeats : std::max(1, opts_.repeats);
+  for (int r = 0; r < n; ++r) gbs.push_back(static_cast<double>(opts_.bytes) / pass() / 1e9);
   BandwidthResult res;
   res.gbs = summarize(gbs);
-  res.bytes = bytes;
+  res.bytes = opts_.bytes;
   res.n_threads = nth;
   res.streams_per_thread = ns;
   return res;
+}
+
+Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts) {
+  auto probe = BandwidthProbe::create(pool, opts);
+  if (!probe) return probe.status();
+  return probe->measure();
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ds/status.h"
+#include "runtime/numa.h"
 #include "runtime/thread_pool.h"
 
 namespace ds {
@@ -52,6 +53,24 @@ struct Fp32PeakResult {
 
 // Memory read bandwidth with every thread of `pool` streaming its own slice.
 Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts = {});
+
+// The same probe keeping its buffer (allocated and first-touched once), so it can be read
+// again right next to each run it is compared with: this host's bandwidth swings by 2x
+// within minutes, and a probe taken a minute away from a decode test says little about it.
+// `ds-cli bench` reads it just before and just after every decode repeat.
+class BandwidthProbe {
+ public:
+  static Result<BandwidthProbe> create(ThreadPool& pool, const BandwidthOptions& opts = {});
+  // `repeats` timed passes over the buffer (opts.repeats when <= 0), after one untimed pass.
+  BandwidthResult measure(int repeats = 0);
+
+ private:
+  BandwidthProbe(ThreadPool& pool, NumaBuffer buf, const BandwidthOptions& opts)
+      : pool_(&pool), buf_(std::move(buf)), opts_(opts) {}
+  ThreadPool* pool_;
+  NumaBuffer buf_;
+  BandwidthOptions opts_;
+};
 // Register-resident int8 dot products on every thread of `pool`, best ISA available.
 Int8PeakResult measure_int8_peak(ThreadPool& pool, const PeakOptions& opts = {});
 // Register-resident float32 FMAs on every thread of `pool` (the same options).

@@ -5,11 +5,14 @@
 //   decode roofline  = tg_tps * bytes of weights read per token / bandwidth
 //                      (experts counted only in the share a token selects)
 //   prefill roofline = pp_tps * int8 ops per token / int8 peak (2 ops per multiply-add)
+// Each repeat is divided by the limit read just before and after it (see cmd_bench).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -244,57 +247,97 @@ int cmd_bench(const std::vector<std::string>& args) {
     return 1;
   }
   (void)run_decode(e, 1, std::min(b.n_gen, 4), n_vocab, logits);
+
+  // The limits are read next to the runs they are compared with, because this kind of host
+  // swings between states within minutes: the int8 peak just before and just after each
+  // prefill repeat, the bandwidth probe just before and just after each decode repeat. Each
+  // repeat's roofline divides by the mean of its own two readings; the reported limits and
+  // rooflines are medians over the repeats. (The probe's own pool sleeps at once when idle,
+  // so it does not spin on the cores the engine's steps run on.)
+  std::unique_ptr<ThreadPool> pool;
+  std::optional<BandwidthProbe> probe;
+  PeakOptions popts{.repeats = 3};
+  if (b.limits) {
+    pool = std::make_unique<ThreadPool>(ThreadPoolOptions{.n_threads = b.n_threads, .spin_us = 0});
+    auto p = BandwidthProbe::create(*pool);
+    if (!p) {
+      std::fprintf(stderr, "error: %s\n", p.message().c_str());
+      return 1;
+    }
+    probe.emplace(std::move(*p));
+    // The limits of the kernels that ran: under DS_ISA=avx2 the AVX2 loops, not VNNI's.
+    popts.allow_avx512 = kern().isa >= Isa::kAvx512;
+  }
+  constexpr int kProbeRepeats = 3;
+  auto bandwidth_now = [&] { return probe ? probe->measure(kProbeRepeats).gbs.median : 0.0; };
+  std::string peak_isa = "-";
+  auto int8_now = [&] {
+    if (!pool) return 0.0;
+    const Int8PeakResult r = measure_int8_peak(*pool, popts);
+    peak_isa = r.isa;
+    return r.gops.median;
+  };
+  std::vector<double> bws, gopss, tg_roofs, pp_roofs;
   for (int r = 0; r < b.repeats; ++r) {
+    const double g0 = int8_now();
     auto p = run_prefill(e, prompt, logits);
     if (!p) { std::fprintf(stderr, "error: prefill: %s\n", p.message().c_str()); return 1; }
+    const double g = 0.5 * (g0 + int8_now());
     pp.push_back(b.n_prompt / *p);
+    if (g > 0) {
+      gopss.push_back(g);
+      pp_roofs.push_back(pp.back() * cost.ops_per_token / (g * 1e9));
+    }
+    const double bw0 = bandwidth_now();
     auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens);
     if (!t) { std::fprintf(stderr, "error: decode: %s\n", t.message().c_str()); return 1; }
+    const double bw = 0.5 * (bw0 + bandwidth_now());
     tg.push_back(b.n_gen / *t);
+    if (bw > 0) {
+      bws.push_back(bw);
+      tg_roofs.push_back(tg.back() * cost.bytes_per_token / (bw * 1e9));
+    }
     if (b.batch > 0) {
       auto bt = run_decode(e, b.batch, b.n_gen, n_vocab, logits);
       if (!bt) { std::fprintf(stderr, "error: batched decode: %s\n", bt.message().c_str()); return 1; }
       btg.push_back(static_cast<double>(b.batch) * b.n_gen / *bt);
     }
   }
-
-  double bw = 0, gops = 0, gflops = 0;
-  std::string peak_isa = "-";
-  if (b.limits) {
-    ThreadPool pool({.n_threads = b.n_threads});
-    auto bwr = measure_read_bandwidth(pool);
-    if (bwr) bw = bwr->gbs.median;
-    // The limits of the kernels that ran: under DS_ISA=avx2 the AVX2 loops, not VNNI's.
-    const PeakOptions popts{.allow_avx512 = kern().isa >= Isa::kAvx512};
-    auto pk = measure_int8_peak(pool, popts);
-    gops = pk.gops.median;
-    peak_isa = pk.isa;
-    gflops = measure_fp32_peak(pool, popts).gflops.median;
-  }
+  const double gflops = pool ? measure_fp32_peak(*pool, popts).gflops.median : 0;
   const Stats spp = stats_of(pp), stg = stats_of(tg), sbtg = stats_of(btg);
-  const double tg_roof = bw > 0 ? stg.median * cost.bytes_per_token / (bw * 1e9) : 0;
-  const double pp_roof = gops > 0 ? spp.median * cost.ops_per_token / (gops * 1e9) : 0;
+  const Stats sbw = stats_of(bws), sgops = stats_of(gopss);
+  const double bw = sbw.median, gops = sgops.median;
+  const double tg_roof = stats_of(tg_roofs).median, pp_roof = stats_of(pp_roofs).median;
 
   if (b.json) {
     std::printf(
         "{\"model\":\"%s\",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"batch\":%d,\"pp_tps\":%.3f,"
         "\"depth\":%d,\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
-        "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"int8_gops\":%.3f,\"fp32_gflops\":%.3f,\"bytes_per_token\":%.0f,"
-        "\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
+        "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"bandwidth_gbs_min\":%.3f,\"bandwidth_gbs_max\":%.3f,"
+        "\"int8_gops\":%.3f,\"int8_gops_min\":%.3f,\"int8_gops_max\":%.3f,\"fp32_gflops\":%.3f,"
+        "\"bytes_per_token\":%.0f,\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
         escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, b.depth, spp.min,
-        spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, gops, gflops, cost.bytes_per_token, cost.ops_per_token,
-        tg_roof, pp_roof);
+        spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, gflops,
+        cost.bytes_per_token, cost.ops_per_token, tg_roof, pp_roof);
   } else {
     std::printf("model: %s (%s, %s read per decoded token, %.2f GOP per prefill token)\n", b.model.c_str(),
                 e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(), cost.ops_per_token / 1e9);
-    std::printf("machine: read bandwidth %.1f GB/s, int8 peak %.0f GOPS (%s), fp32 FMA peak %.0f GFLOPS\n", bw, gops,
-                peak_isa.c_str(), gflops);
+    std::printf("machine: read bandwidth %.1f GB/s (%.1f..%.1f), int8 peak %.0f GOPS (%.0f..%.0f, %s), "
+                "fp32 FMA peak %.0f GFLOPS\n",
+                bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, peak_isa.c_str(), gflops);
+    std::printf("  (read just before and after every decode / prefill repeat; each repeat's roofline uses its own)\n");
     std::printf("%-22s %10s %20s %10s\n", "test", "t/s", "min..max", "roofline");
     std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("pp" + std::to_string(b.n_prompt)).c_str(), spp.median,
                 spp.min, spp.max, 100 * pp_roof);
     const std::string tg_name = "tg" + std::to_string(b.n_gen) + (b.depth ? " @ d" + std::to_string(b.depth) : "");
     std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", tg_name.c_str(), stg.median,
                 stg.min, stg.max, 100 * tg_roof);
+    if (!tg_roofs.empty()) {  // each repeat against its own probe readings, in run order
+      std::printf("  %s per repeat:", tg_name.c_str());
+      for (size_t r = 0; r < tg_roofs.size(); ++r)
+        std::printf(" %.1f t/s at %.1f GB/s (%.0f%%)%s", tg[r], bws[r], 100 * tg_roofs[r],
+                    r + 1 < tg_roofs.size() ? "," : "\n");
+    }
     if (b.batch > 0) {
       std::printf("%-22s %10.2f %9.2f..%-10.2f %9.2fx\n", ("tg x" + std::to_string(b.batch) + " aggregate").c_str(),
                   sbtg.median, sbtg.min, sbtg.max, stg.median > 0 ? sbtg.median / stg.median : 0.0);

@@ -67,6 +67,26 @@ TEST(MachineLimits, BandwidthMeasurement) {
               bw->gbs.min, bw->gbs.max);
 }
 
+// The kept-buffer probe that ds-cli bench reads around each decode repeat: created once,
+// measured again and again over the same buffer.
+TEST(MachineLimits, BandwidthProbeMeasuresRepeatedly) {
+  ThreadPool pool({.n_threads = 2, .spin_us = 0});
+  auto probe = BandwidthProbe::create(pool, {.bytes = size_t{32} << 20, .repeats = 2, .streams_per_thread = 3});
+  ASSERT_TRUE(probe.is_ok()) << probe.message();
+  const BandwidthResult a = probe->measure(), b = probe->measure(4);
+  for (const BandwidthResult* r : {&a, &b}) {
+    expect_ordered(r->gbs);
+    EXPECT_EQ(r->n_threads, 2);
+    EXPECT_EQ(r->streams_per_thread, 3);
+    EXPECT_EQ(r->bytes % (64 * 3 * 2), 0u);  // whole lines per stream per thread
+  }
+  EXPECT_EQ(a.bytes, b.bytes);
+  // Out-of-range stream counts are clamped, as measure_read_bandwidth does.
+  auto wide = BandwidthProbe::create(pool, {.bytes = size_t{8} << 20, .repeats = 1, .streams_per_thread = 99});
+  ASSERT_TRUE(wide.is_ok()) << wide.message();
+  EXPECT_EQ(wide->measure().streams_per_thread, 8);
+}
+
 TEST(MachineLimits, Int8PeakMeasurement) {
   ThreadPool pool({.n_threads = 2});
   const Int8PeakResult best = measure_int8_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});

@@ -42,6 +42,14 @@ TEST(CliBench, JsonHasMeasuredRatesAndLimits) {
   EXPECT_EQ(j["depth"].get<int>(), 12);
   EXPECT_EQ(j["n_prompt"].get<int>(), 8);
   EXPECT_EQ(j["batch"].get<int>(), 2);
+  // The limits are read around every repeat: their medians lie within the reported spread.
+  for (const char* k : {"bandwidth_gbs", "int8_gops"}) {
+    const std::string lo = std::string(k) + "_min", hi = std::string(k) + "_max";
+    ASSERT_TRUE(j.contains(lo) && j.contains(hi)) << k << " spread missing: " << j.dump();
+    EXPECT_GT(j[lo].get<double>(), 0.0) << k;
+    EXPECT_LE(j[lo].get<double>(), j[k].get<double>()) << k;
+    EXPECT_LE(j[k].get<double>(), j[hi].get<double>()) << k;
+  }
   // Rooflines are fractions of the machine's limits measured in the same run.
   EXPECT_LT(j["tg_roofline"].get<double>(), 5.0);
   EXPECT_LT(j["pp_roofline"].get<double>(), 5.0);
