@@ -47,6 +47,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "kernels/kernels.h"
@@ -164,8 +165,9 @@ void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, i
     dot_block<V, NM, NR>(qa, k0, kw, job.d_a, acc);
     if (job.d_b) dot_block<V, NM, NR>(qb, k0 + job.d_a, kw, job.d_b, acc);
     V::store(s, V::mul(V::reduce_block(acc), V::set1(job.scale)));
-    for (int m = 0; m < NM; ++m)
-      for (int r = 0; r < NR; ++r) p[mi[m]][r0 + r] = s[m * NR + r];
+    // Member m's NR scores are lanes [m NR, m NR + NR): one NR-float copy each (one vector
+    // load and store; element by element it was 2 NR scalar moves per member).
+    for (int m = 0; m < NM; ++m) std::memcpy(&p[mi[m]][r0], s + m * NR, sizeof(float) * NR);
   }
 }
 
@@ -455,7 +457,9 @@ void direct_scores(const float* const* qa, const float* const* qb, const uint8_t
 #pragma GCC unroll 16
       for (int k = 0; k < W; ++k) blk[k] = b * W + k < NA ? acc[b * W + k] : V::zero();
       V::store(s, V::mul(V::reduce_block(blk), V::set1(scale)));
-      for (int k = 0; k < W && b * W + k < NA; ++k) p[(b * W + k) / NR][r0 + (b * W + k) % NR] = s[k];
+      static_assert(W % NR == 0, "a member's scores lie in one block");
+      for (int m = b * W / NR; m < std::min(NM, (b + 1) * W / NR); ++m)
+        std::memcpy(&p[m][r0], s + (m * NR - b * W), sizeof(float) * NR);
     }
   }
 }
