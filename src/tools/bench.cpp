@@ -252,8 +252,9 @@ int cmd_bench(const std::vector<std::string>& args) {
   // swings between states within minutes: the int8 peak just before and just after each
   // prefill repeat, the bandwidth probe just before and just after each decode repeat. Each
   // repeat's roofline divides by the mean of its own two readings; the reported limits and
-  // rooflines are medians over the repeats. (The probe's own pool sleeps at once when idle,
-  // so it does not spin on the cores the engine's steps run on.)
+  // rooflines are medians over the repeats. (With -d, the untimed context prefill runs
+  // between the first reading and the timed decode. The probe's own pool sleeps at once
+  // when idle, so it does not spin on the cores the engine's steps run on.)
   std::unique_ptr<ThreadPool> pool;
   std::optional<BandwidthProbe> probe;
   PeakOptions popts{.repeats = 3};
