@@ -10,6 +10,7 @@
 #    prompt is PROMPT random token ids (a different prompt each time, cache_prompt false,
 #    n_predict 1); TTFT is the client-side time from sending the request to the first
 #    streamed token. Prints the median TTFT and its ratio to PROMPT / pp rate.
+# 3. Step 1 again after the server's runs; the ratios use the mean of the two readings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/server.sh
@@ -25,16 +26,18 @@ pp_json() {
   "$cli" bench --model "$model" -p "$1" -n 1 -t "$threads" --batch 0 --repeats "$repeats" --no-limits --json |
     grep '^{' | tail -1
 }
+# The engine's rates are read before and after the server's runs (the server sits idle
+# meanwhile) and averaged: this kind of host drifts within minutes, and one reading a
+# minute away from the TTFT runs moved the ratio by +-20% (docs/performance.md, session 11).
 pp_long=$(pp_json "$prompt")
 pp_512=$(pp_json 512)
 
 log=$(mktemp /tmp/ds-ttft.XXXXXX.log)
 start_server "$log" --model "$model" --threads "$threads" --ctx-size $((prompt + 64)) "$@"
 
-python3 - "$port" "$prompt" "$repeats" "$pp_long" "$pp_512" <<'PY'
+ttft_json=$(python3 - "$port" "$prompt" "$repeats" <<'PY'
 import json, random, statistics, sys, time, urllib.request
 port, n, repeats = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-pp_long, pp_512 = json.loads(sys.argv[4])["pp_tps"], json.loads(sys.argv[5])["pp_tps"]
 
 def ttft(seed):
     rng = random.Random(seed)
@@ -60,10 +63,25 @@ def ttft(seed):
 
 ttft(0)  # warm-up: page cache, thread pool
 runs = [ttft(i + 1) for i in range(repeats)]
-t = statistics.median(r[0] for r in runs)
-s = statistics.median(r[1] for r in runs)
-print(f"engine prefill: pp{n} {pp_long:.1f} t/s ({n / pp_long:.2f} s), pp512 {pp_512:.1f} t/s "
-      f"({n / pp_512:.2f} s for {n} tokens at that rate)")
-print(f"ds-server: TTFT {t:.2f} s (median of {repeats}; server-side prompt time {s:.2f} s)")
+print(json.dumps({"ttft": statistics.median(r[0] for r in runs),
+                  "server": statistics.median(r[1] for r in runs),
+                  "all": [r[0] for r in runs]}))
+PY
+)
+pp_long_after=$(pp_json "$prompt")
+pp_512_after=$(pp_json 512)
+
+python3 - "$prompt" "$repeats" "$ttft_json" "$pp_long" "$pp_long_after" "$pp_512" "$pp_512_after" <<'PY'
+import json, sys
+n, repeats, res = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+rate = lambda a: json.loads(a)["pp_tps"]
+l0, l1, s0, s1 = (rate(a) for a in sys.argv[4:8])
+pp_long, pp_512 = (l0 + l1) / 2, (s0 + s1) / 2
+t, s = res["ttft"], res["server"]
+print(f"engine prefill (before / after the server runs): pp{n} {l0:.1f} / {l1:.1f} t/s "
+      f"({n / pp_long:.2f} s at their mean), pp512 {s0:.1f} / {s1:.1f} t/s "
+      f"({n / pp_512:.2f} s for {n} tokens at their mean)")
+print(f"ds-server: TTFT {t:.2f} s (median of {repeats}: {', '.join(f'{x:.2f}' for x in res['all'])}; "
+      f"server-side prompt time {s:.2f} s)")
 print(f"TTFT / engine time at the pp{n} rate: {t * pp_long / n:.3f}; at the pp512 rate: {t * pp_512 / n:.3f}")
 PY
