@@ -117,21 +117,34 @@ template <class V>
 constexpr int kAccMembers = V::kWidth >= 16 ? 4 : 2;
 constexpr int kAccRegs = 4;
 
-// acc[m * NR + r] += q[m][0..n) * k_r[0..n) lane-wise, k_r = k + r * ldk: each K load
-// serves NM members, each q load NR rows. The fma order per (m, r) does not depend on
-// NM or NR.
-template <class V, int NM, int NR>
-[[gnu::always_inline]] inline void dot_block(const float* const* q, const float* k, int ldk, int n,
-                                             typename V::T* acc) {
+// acc[m * NR + r] += q[m][i] * K_r[i] lane-wise over the whole vectors of [0, n), K_r's
+// vector at i being load_k(r, i); returns where the whole vectors end. Each K load serves NM
+// members, each q load NR rows; the fma order per (m, r) depends on neither. The tile path
+// (dot_block) and the direct path (direct_dot) both run this loop, which is what keeps a
+// query's scores bit-identical between them ([BATCH_INVARIANT]).
+template <class V, int NM, int NR, class LoadK>
+[[gnu::always_inline]] inline int dot_vectors(const float* const* q, int n, LoadK load_k, typename V::T* acc) {
   int i = 0;
   for (; i + V::kWidth <= n; i += V::kWidth) {
     typename V::T kr[NR];
-    for (int r = 0; r < NR; ++r) kr[r] = V::load(k + static_cast<size_t>(r) * ldk + i);
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) kr[r] = load_k(r, i);
+#pragma GCC unroll 8
     for (int m = 0; m < NM; ++m) {
       const typename V::T qm = V::load(q[m] + i);
+#pragma GCC unroll 8
       for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
     }
   }
+  return i;
+}
+
+// dot_vectors over float rows k_r = k + r * ldk, and a masked step for a partial last vector.
+template <class V, int NM, int NR>
+[[gnu::always_inline]] inline void dot_block(const float* const* q, const float* k, int ldk, int n,
+                                             typename V::T* acc) {
+  const int i = dot_vectors<V, NM, NR>(
+      q, n, [&](int r, int j) { return V::load(k + static_cast<size_t>(r) * ldk + j); }, acc);
   if (i < n) {
     typename V::T kr[NR];
     for (int r = 0; r < NR; ++r) kr[r] = V::load_tail(k + static_cast<size_t>(r) * ldk, i, n);
@@ -416,22 +429,12 @@ constexpr int kDirectMaxGqa = 8;       // GQA (one pass)
 template <GgmlType KT>
 constexpr size_t kv_elem_bytes = KT == GgmlType::F32 ? 4 : 2;
 
-// acc[m * NR + r] += q[m][0..n) * k_r[off..off + n) lane-wise for rows krow[0..NR) of
-// type KT: dot_block's fma order.
+// dot_vectors over rows krow[0..NR) of type KT in the cache, from element off (n a whole
+// number of vectors).
 template <class V, GgmlType KT, int NM, int NR>
 [[gnu::always_inline]] inline void direct_dot(const float* const* q, const uint8_t* const* krow, int off, int n,
                                               typename V::T* acc) {
-  for (int i = 0; i < n; i += V::kWidth) {
-    typename V::T kr[NR];
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) kr[r] = V::template load_kv<KT>(krow[r], off + i);
-#pragma GCC unroll 8
-    for (int m = 0; m < NM; ++m) {
-      const typename V::T qm = V::load(q[m] + i);
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r) acc[m * NR + r] = V::fmadd(qm, kr[r], acc[m * NR + r]);
-    }
-  }
+  dot_vectors<V, NM, NR>(q, n, [&](int r, int i) { return V::template load_kv<KT>(krow[r], off + i); }, acc);
 }
 
 // Scores of NM members (queries qa[m], d_a floats, then qb[m], d_b floats) over rows
