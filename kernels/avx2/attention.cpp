@@ -36,6 +36,7 @@ struct Vec8 {
     return _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
   }
   [[gnu::always_inline]] static T reduce_block(const T* a);
+  [[gnu::always_inline]] static void transpose(T* r);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
   // Elements [i, i + 8) of a KV row of type KT (F32, F16 or BF16) as floats.
   template <GgmlType KT>
@@ -65,6 +66,25 @@ inline Vec8::T Vec8::reduce_block(const T* a) {
   const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                  _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
   return _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// r[c] becomes column c of the 8 x 8 block whose row k was r[k] (lane k = old r[k][c]):
+// pairs of rows interleaved, then pairs of pairs, then the 128-bit halves exchanged.
+inline void Vec8::transpose(T* r) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {  // 128-bit half H: [r2i[4H], r2i+1[4H], r2i[4H+1], r2i+1[4H+1]] (lo)
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i)  // u[4i + c], half H: column 4H + c of rows 4i..4i+3
+    for (int h = 0; h < 2; ++h) {
+      u[4 * i + 2 * h] = _mm256_shuffle_ps(t[4 * i + h], t[4 * i + 2 + h], _MM_SHUFFLE(1, 0, 1, 0));
+      u[4 * i + 2 * h + 1] = _mm256_shuffle_ps(t[4 * i + h], t[4 * i + 2 + h], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
 }
 
 // Converts n elements of one KV row to float (the reference conversion for tails).

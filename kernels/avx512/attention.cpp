@@ -30,6 +30,7 @@ struct Vec16 {
   static float reduce_add(T v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(T v) { return _mm512_reduce_max_ps(v); }
   [[gnu::always_inline]] static T reduce_block(const T* a);
+  [[gnu::always_inline]] static void transpose(T* r);
   static void load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n);
   // Elements [i, i + 16) of a KV row of type KT (F32, F16 or BF16) as floats.
   template <GgmlType KT>
@@ -62,6 +63,33 @@ inline Vec16::T Vec16::reduce_block(const T* a) {
   const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                  _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
+}
+
+// r[c] becomes column c of the 16 x 16 block whose row k was r[k] (lane k = old r[k][c]):
+// pairs of rows interleaved, then pairs of pairs, then the 128-bit lanes gathered in two
+// steps, 16 shuffles each.
+inline void Vec16::transpose(T* r) {
+  __m512 t[16], u[16], v[16];
+  for (int i = 0; i < 8; ++i) {  // 128-bit lane L: [r2i[4L], r2i+1[4L], r2i[4L+1], r2i+1[4L+1]] (lo)
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i)  // u[4i + c], 128-bit lane L: column 4L + c of rows 4i..4i+3
+    for (int h = 0; h < 2; ++h) {
+      const __m512d a = _mm512_castps_pd(t[4 * i + h]), b = _mm512_castps_pd(t[4 * i + 2 + h]);
+      u[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      u[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    }
+  for (int c = 0; c < 4; ++c)  // v[c], v[c + 4]: rows 0-7, lanes L 0-1 / 2-3; v[c + 8], v[c + 12]: rows 8-15
+    for (int g = 0; g < 2; ++g) {
+      v[c + 8 * g] = _mm512_shuffle_f32x4(u[8 * g + c], u[8 * g + 4 + c], 0x44);
+      v[c + 8 * g + 4] = _mm512_shuffle_f32x4(u[8 * g + c], u[8 * g + 4 + c], 0xEE);
+    }
+  for (int c = 0; c < 4; ++c)
+    for (int h = 0; h < 2; ++h) {  // columns 8h + c and 8h + 4 + c
+      r[8 * h + c] = _mm512_shuffle_f32x4(v[c + 4 * h], v[c + 8 + 4 * h], 0x88);
+      r[8 * h + 4 + c] = _mm512_shuffle_f32x4(v[c + 4 * h], v[c + 8 + 4 * h], 0xDD);
+    }
 }
 
 // Converts n elements of one KV row to float.

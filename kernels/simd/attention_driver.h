@@ -1,7 +1,7 @@
 // The ISA-independent part of flash attention (GQA) and absorbed MLA, shared by
 // kernels/avx2/attention.cpp and kernels/avx512/attention.cpp. Each ISA file supplies a
-// vector traits struct V (float vector ops of its width, an exp(), a block reduction and
-// its KV row converter); everything here is a template on V, so the two instantiations are
+// vector traits struct V (float vector ops of its width, an exp(), a block reduction, a
+// block transpose and its KV row converter); everything here is a template on V, so the two instantiations are
 // distinct symbols compiled with their own flags (no inline function shared across ISA flags).
 //
 // attend(): a job's members are (query, head) pairs that read the same KV rows: several
@@ -19,20 +19,23 @@
 // take attend_direct() instead, which converts K and V inside the products rather than into
 // scratch; its arithmetic per member is attend()'s, so either path gives the same bits.
 //
-// Scores are a small GEMM: NM members x NR tile rows accumulate lane-wise in kWidth
-// registers (each K load serves NM members, each q load NR rows), and one transposing
-// reduction turns the kWidth accumulators into kWidth scores.
+// Scores are a small GEMM. GQA keeps keys in lanes: the tile's K rows are transposed and
+// each score is one lane's fma chain over d (see "GQA scores with keys in lanes"). MLA
+// keeps rows in lanes: NM members x NR tile rows accumulate lane-wise in kWidth registers
+// (each K load serves NM members, each q load NR rows), and one transposing reduction
+// turns the kWidth accumulators into kWidth scores.
 //
 // [BATCH_INVARIANT] A member's output depends only on its own q, n_kv and the cache: its
-// scores are the same fused multiply-adds in the same order and the same reduction tree
-// (V::reduce_block reduces every lane with one fixed tree, whatever sits in the other
-// lanes) for any NM/NR; tiles start at fixed positions (multiples of the tile size); its
+// scores are the same fused multiply-adds in the same order (GQA: one chain over d per
+// score; MLA: the same chains and the same reduction tree, V::reduce_block reducing every
+// lane with one fixed tree whatever sits in the other lanes) for any grouping of members
+// and rows; tiles start at fixed positions (multiples of the tile size); its
 // softmax and V accumulation see exactly its own rows, per element the same operations
 // (acc * corr, then one fma per row in row order) whether it is accumulated alone or with
 // other members. So a query's output is bit-identical whatever other queries share its
 // job, whether it runs in a prefill chunk or as a decode step.
 //
-// Scratch is a fixed-size frame on the stack (about 220 KB; pool threads are std::threads
+// Scratch is a fixed-size frame on the stack (about 290 KB; pool threads are std::threads
 // with the default 8 MB stack): no allocation ever, so the decode step allocates nothing
 // (STYLE.md habit 10). Shapes wider than it (K rows or V rows over kMaxRowWidth floats)
 // go to the reference kernels.
@@ -40,8 +43,9 @@
 // V must provide: T, kWidth, zero(), set1(f), load(p), store(p, v), load_tail(p, i, n)
 // (lanes of p + i below n - i, zero above), store_tail(p, i, n, v), zero_tail(v, i, n),
 // add, mul, sub, fmadd(a, b, c) = a * b + c, max(a, b), exp(v), reduce_add(v), reduce_max(v), reduce_block(a)
-// (lane k = sum of the lanes of a[k], k < kWidth, by a tree fixed per lane) and
-// load_kv_row(type, src, dst, n) (n elements of one KV row to float).
+// (lane k = sum of the lanes of a[k], k < kWidth, by a tree fixed per lane), transpose(a)
+// (a[c] becomes lane c of every a[k], in k order) and load_kv_row(type, src, dst, n) (n
+// elements of one KV row to float).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -56,7 +60,7 @@
 namespace ds::simd {
 
 constexpr int kAttnTile = 64;               // most rows per tile
-constexpr size_t kAttnTileBytes = 16384;    // converted K tile kept within L1
+constexpr size_t kAttnTileBytes = 32768;    // converted K tile (GQA heads of 128: 64 rows)
 constexpr int kAttnMaxGroup = 96;           // members per job: 16 queries x 6 GQA heads (1.1x over 32)
 constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
 constexpr int kTileFloats = 16 * kMaxRowWidth;  // one K (or V) tile: 16 rows of the widest row
@@ -67,12 +71,14 @@ constexpr int kAccFloats = 16384;           // accumulators of one job (32 membe
 size_t l1d_bytes();
 
 // Rows per tile for K rows of kw floats: a multiple of 8 in [8, kAttnTile] within
-// kAttnTileBytes (GQA heads of 128: 32), and at least 16 for rows as wide as MLA's 576
+// kAttnTileBytes (GQA heads of 128: 64), and at least 16 for rows as wide as MLA's 576
 // where 16 of them fit in 5/6 of L1 (48 KB L1D: Zen 5, Golden Cove; 8 rows on 32 KB
 // cores). The online softmax and the accumulators' rescaling are paid per tile: measured
 // on Zen 5, 16 rows instead of 8 ran MLA decode at 16K context 15% faster (5.5 -> 4.7 ms)
-// and prefill 3-5%; larger GQA tiles (64 rows) ran 10% slower, 64-row MLA tiles streamed
-// from L2 4x slower. V rows of d_v floats must fit the V tile too (only shapes with d_v >
+// and prefill 3-5%; 64-row MLA tiles streamed from L2 4x slower. GQA tiles of 64 rows
+// instead of 32 ran prefill:512/ctx:1024 ~10% faster once GQA scores had keys in lanes
+// (transposed in 32-row chunks, so a chunk's K stays in L1); with rows in lanes they had
+// run 10% slower. V rows of d_v floats must fit the V tile too (only shapes with d_v >
 // 128 and narrow K rows are cut by that). A machine's tile sizes never change, so tiles
 // start at the same positions for every query ([BATCH_INVARIANT]).
 template <class V>
@@ -193,6 +199,133 @@ void scores(const AttnJob& job, const int* act, int n_act, const float* kt, int 
   for (; i + 4 <= n_act; i += 4, pf = nullptr) score_members<V, 4>(job, act + i, kt, kw, n_rows, p, pf, pf_bytes);
   for (; i + 2 <= n_act; i += 2, pf = nullptr) score_members<V, 2>(job, act + i, kt, kw, n_rows, p, pf, pf_bytes);
   for (; i < n_act; ++i, pf = nullptr) score_members<V, 1>(job, act + i, kt, kw, n_rows, p, pf, pf_bytes);
+}
+
+// f.template operator()<G>(g0) for the member groups of n members: passes of P, then the
+// remainder as one pass of its own width.
+template <int P, class F, int... R>
+void member_passes_impl(int n, F&& f, std::integer_sequence<int, R...>) {
+  int g = 0;
+  for (; g + P <= n; g += P) f.template operator()<P>(g);
+  const int rest = n - g;
+  ((rest == R + 1 ? (f.template operator()<R + 1>(g), 0) : 0), ...);
+}
+template <int P, class F>
+void member_passes(int n, F&& f) {
+  member_passes_impl<P>(n, f, std::make_integer_sequence<int, P - 1>{});
+}
+
+// ---- GQA scores with keys in lanes ----
+//
+// A GQA tile's K rows are written transposed, kT[d][j] (ldT floats per d: the tile's rows
+// rounded up to whole vectors), and each score accumulates in one lane: s[m][j] =
+// fma(q[m][d], kT[d][j], s[m][j]) for d = 0, 1, ..., d_k - 1 in order. Members x key vectors
+// of accumulators, one broadcast of q[m][d] per member and one load per key vector and d,
+// and no reduction: measured on Zen 5 (one thread, 32 x 128 tile, 96 members) 200-210
+// GFLOPS against 118-126 for the row form and its reduction tree. A score's fma chain is
+// the same whatever members and key vectors share its block, and the tile path (attend)
+// and the decode path (attend_direct) both run it ([BATCH_INVARIANT]). MLA keeps the row
+// form above: its 576-wide rows pay less for the reduction and would need 32-row tiles.
+
+// Key vectors per score block, members per score pass (AVX-512: 16 accumulators, 2 key
+// registers and 8 broadcasts; AVX2: 8, 2 and 4).
+constexpr int kKeyVecs = 2;
+template <class V>
+constexpr int kKeyMembers = V::kWidth >= 16 ? 8 : 4;
+
+// The transposed tile's floats per d: nt rows rounded up to whole vectors. Within
+// kTileFloats for every tile_rows() shape (rows <= 16 round up to 16 and 16 rows of 1024
+// floats are kTileFloats; larger tiles come from the 16 KB rule, at most a quarter of it).
+template <class V>
+int transposed_rows(int nt) { return (nt + V::kWidth - 1) / V::kWidth * V::kWidth; }
+
+// kT[d * ldT + j] = element d of tile row j for j < ldT (a multiple of kWidth), d < kw,
+// row j's vector at d being load(j, d). Rows pf[0..n_pf) (pf_bytes each) are prefetched,
+// spread over the blocks, when pf is not null.
+template <class V, class Load>
+[[gnu::always_inline]] inline void transpose_tile(Load load, int ldT, int kw, float* kT, const uint8_t* const* pf,
+                                                  int n_pf, size_t pf_bytes) {
+  constexpr int W = V::kWidth;
+  const int nb = ldT / W * ((kw + W - 1) / W);
+  int b = 0;
+  for (int j0 = 0; j0 < ldT; j0 += W)
+    for (int d0 = 0; d0 < kw; d0 += W, ++b) {
+      if (pf)
+        for (int i = b * n_pf / nb; i < (b + 1) * n_pf / nb; ++i) prefetch_row(pf[i], pf_bytes);
+      typename V::T blk[W];
+#pragma GCC unroll 16
+      for (int r = 0; r < W; ++r) blk[r] = load(j0 + r, d0);
+      V::transpose(blk);
+      const int nc = std::min(W, kw - d0);
+      for (int c = 0; c < nc; ++c) V::store(kT + static_cast<size_t>(d0 + c) * ldT + j0, blk[c]);
+    }
+}
+
+// p[m][j0 + j] = scale * (q[m] . column j0 + j of kT) for NM members and the NK key vectors
+// from j0: one fma chain per lane over d in order.
+template <class V, int NM, int NK>
+[[gnu::always_inline]] inline void score_keys(const float* const* q, const float* kT, int ldT, int kw, int j0,
+                                              float scale, float* const* p) {
+  constexpr int W = V::kWidth;
+  typename V::T acc[NM][NK];
+#pragma GCC unroll 8
+  for (int m = 0; m < NM; ++m)
+#pragma GCC unroll 4
+    for (int k = 0; k < NK; ++k) acc[m][k] = V::zero();
+  const float* kd = kT + j0;
+  for (int d = 0; d < kw; ++d, kd += ldT) {
+    typename V::T kv[NK];
+#pragma GCC unroll 4
+    for (int k = 0; k < NK; ++k) kv[k] = V::load(kd + k * W);
+#pragma GCC unroll 8
+    for (int m = 0; m < NM; ++m) {
+      const typename V::T qm = V::set1(q[m][d]);
+#pragma GCC unroll 4
+      for (int k = 0; k < NK; ++k) acc[m][k] = V::fmadd(qm, kv[k], acc[m][k]);
+    }
+  }
+  const typename V::T vs = V::set1(scale);
+#pragma GCC unroll 8
+  for (int m = 0; m < NM; ++m)
+#pragma GCC unroll 4
+    for (int k = 0; k < NK; ++k) V::store(p[m] + j0 + k * W, V::mul(acc[m][k], vs));
+}
+
+// Scores of NM members over all ldT columns of kT: kKeyVecs key vectors per block, then one.
+template <class V, int NM>
+[[gnu::noinline]] void score_members_t(const float* const* q, const float* kT, int ldT, int kw, float scale,
+                                       float* const* p) {
+  constexpr int W = V::kWidth;
+  int j0 = 0;
+  for (; j0 + kKeyVecs * W <= ldT; j0 += kKeyVecs * W) score_keys<V, NM, kKeyVecs>(q, kT, ldT, kw, j0, scale, p);
+  for (; j0 < ldT; j0 += W) score_keys<V, NM, 1>(q, kT, ldT, kw, j0, scale, p);
+}
+
+// Scores of the members q[0..n) (their rows of p: p[0..n)) over the ldT columns of kT.
+template <class V>
+void scores_t(const float* const* q, int n, const float* kT, int ldT, int kw, float scale, float* const* p) {
+  member_passes<kKeyMembers<V>>(
+      n, [&]<int G>(int g) { score_members_t<V, G>(q + g, kT, ldT, kw, scale, p + g); });
+}
+
+// Keys-in-lanes scores of the members q[0..n) (their rows of p: p[0..n)) over a tile's nt
+// rows, row r's vector at d being load(r, d): chunks of kScoreChunk rows are transposed into
+// kT (16 KB for rows of 128) and scored in turn, so a 64-row tile's scores work within L1
+// beside its V rows. Rows pf[0..n_pf) (pf_bytes each) are prefetched over the
+// transpositions when pf is not null.
+constexpr int kScoreChunk = 32;
+template <class V, class Load>
+void scores_by_chunks(Load load, int nt, int kw, const float* const* q, int n, float scale, float* const* p, float* kT,
+                      const uint8_t* const* pf, int n_pf, size_t pf_bytes) {
+  float* pc[kAttnMaxGroup];
+  for (int c0 = 0; c0 < nt; c0 += kScoreChunk) {
+    const int rows = std::min(kScoreChunk, nt - c0), ldT = transposed_rows<V>(rows);
+    const int pf0 = c0 * n_pf / nt, pf1 = (c0 + rows) * n_pf / nt;
+    transpose_tile<V>([&](int r, int d) { return load(c0 + std::min(r, rows - 1), d); }, ldT, kw, kT,
+                      pf ? pf + pf0 : nullptr, pf1 - pf0, pf_bytes);
+    for (int m = 0; m < n; ++m) pc[m] = p[m] + c0;
+    scores_t<V>(q, n, kT, ldT, kw, scale, pc);
+  }
 }
 
 // acc * corr, the accumulator's start on a tile; on the first tile corr is 0 and acc was
@@ -394,14 +527,15 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
 // A decode step's job is one query's heads over one KV head (GQA: 4-8 members; MLA: up to
 // 16 heads over the shared latent). With so few members, converting each tile into scratch
 // (load_tile) was 38-44% of the GQA kernel's time: each converted element was stored once
-// and loaded back only by a few products. Here the score and accumulation loops convert K
-// and V rows straight from the cache (f32, f16, bf16). GQA scores and accumulates all its
-// members in one register pass, so each element is converted once per tile; MLA's 4.5x
+// and loaded back only by a few products. Here the loops convert K and V rows straight
+// from the cache (f32, f16, bf16): GQA's K in the transposition its keys-in-lanes scores
+// need (32 rows at a time), V in the accumulation. GQA accumulates all its members in one
+// register pass, so each element is converted once per tile; MLA's 4.5x
 // wider rows take passes of 4 heads, each converting the rows again (the conversion runs
 // beside the FMAs, and the tile path's float tile did not fit L1 with 8-16 heads' queries
-// and accumulators). The members' arithmetic is attend()'s exactly: the same
-// tiles, the same fma order per (member, row) and reduction tree for the scores, the same
-// softmax, and acc * corr followed by one fma per row for the accumulators; converted
+// and accumulators). The members' arithmetic is attend()'s exactly: the same tiles, the
+// same score functions (GQA: scores_by_chunks; MLA: the same fma order per (member, row)
+// and reduction tree), the same softmax, and acc * corr followed by one fma per row for the accumulators; converted
 // values are the same floats. [BATCH_INVARIANT] therefore holds across the two paths.
 //
 // V must also provide kRegs (vector registers) and load_kv<type>(row, i) (elements [i, i +
@@ -474,8 +608,7 @@ template <class V, GgmlType KT, int NM>
 [[gnu::noinline]] void direct_accumulate(float* const* acc, const float* corr, bool first, const float (*p)[kAttnTile],
                                          const uint8_t* const* vrow, const uint8_t* const* vpf, int nt, int d) {
   constexpr int W = V::kWidth, NC = direct_regs<V, NM>();
-  if (vpf)
-    for (int j = 0; j < nt; ++j) prefetch_row(vpf[j], kv_elem_bytes<KT> * static_cast<size_t>(d));
+  const size_t pf_bytes = kv_elem_bytes<KT> * static_cast<size_t>(d);
   typename V::T vc[NM];
   for (int m = 0; m < NM; ++m) vc[m] = V::set1(corr[m]);
   for (int c0 = 0; c0 < d; c0 += NC * W) {
@@ -483,6 +616,7 @@ template <class V, GgmlType KT, int NM>
     for (int m = 0; m < NM; ++m)
       for (int k = 0; k < NC; ++k) r[m][k] = rescaled<V>(acc[m] + c0 + W * k, vc[m], first);
     for (int j = 0; j < nt; ++j) {
+      if (vpf && c0 == 0) prefetch_row(vpf[j], pf_bytes);  // one row per row of the first pass
       typename V::T v[NC];
       for (int k = 0; k < NC; ++k) v[k] = V::template load_kv<KT>(vrow[j], c0 + W * k);
       for (int m = 0; m < NM; ++m) {
@@ -493,20 +627,6 @@ template <class V, GgmlType KT, int NM>
     for (int m = 0; m < NM; ++m)
       for (int k = 0; k < NC; ++k) V::store(acc[m] + c0 + W * k, r[m][k]);
   }
-}
-
-// f.template operator()<G>(g0) for the member groups of n members: passes of P, then the
-// remainder as one pass of its own width.
-template <int P, class F, int... R>
-void member_passes_impl(int n, F&& f, std::integer_sequence<int, R...>) {
-  int g = 0;
-  for (; g + P <= n; g += P) f.template operator()<P>(g);
-  const int rest = n - g;
-  ((rest == R + 1 ? (f.template operator()<R + 1>(g), 0) : 0), ...);
-}
-template <int P, class F>
-void member_passes(int n, F&& f) {
-  member_passes_impl<P>(n, f, std::make_integer_sequence<int, P - 1>{});
 }
 
 // attend() for a job of members that share one n_kv, K and V rows of type KT (MLA: V is
@@ -520,8 +640,11 @@ void attend_direct(const AttnJob& job) {
   float* acc[NMax];
   alignas(64) float acc_mem[NMax * kMaxRowWidth];
   alignas(64) float p[NMax][kAttnTile];
+  alignas(64) float kt[kTileFloats];  // GQA: the tile's K rows transposed
+  float* prow[NMax];
   float m_run[NMax], l_run[NMax], corr[NMax];
   for (int m = 0; m < n; ++m) {
+    prow[m] = p[m];
     qa[m] = job.mem[m].qa;
     qb[m] = job.mem[m].qb;
     acc[m] = acc_mem + static_cast<size_t>(m) * job.d_v;
@@ -556,10 +679,15 @@ void attend_direct(const AttnJob& job) {
     const uint8_t* const* kp = pf_n > 0 ? kpf : nullptr;
     const uint8_t* const* vp = pf_n > 0 && job.v ? vpf : nullptr;
     const uint8_t* const* vr = job.v ? vrow : krow;
-    member_passes<P>(n, [&]<int G>(int g) {
-      direct_scores<V, KT, G>(qa + g, qb + g, krow, g == 0 ? kp : nullptr, job.d_a, job.d_b, job.scale, n_rows,
-                              p + g);
-    });
+    if (job.v) {  // GQA: attend()'s keys-in-lanes scores, K converted in the transposition
+      scores_by_chunks<V>([&](int r, int d) { return V::template load_kv<KT>(krow[r], d); }, nt, job.d_a, qa, n,
+                          job.scale, prow, kt, kp, pf_n, kv_elem_bytes<KT> * static_cast<size_t>(job.d_a));
+    } else {
+      member_passes<P>(n, [&]<int G>(int g) {
+        direct_scores<V, KT, G>(qa + g, qb + g, krow, g == 0 ? kp : nullptr, job.d_a, job.d_b, job.scale, n_rows,
+                                p + g);
+      });
+    }
     for (int m = 0; m < n; ++m) corr[m] = softmax_tile<V>(p[m], nt, m_run[m], l_run[m]);
     member_passes<P>(n, [&]<int G>(int g) {
       direct_accumulate<V, KT, G>(acc + g, corr + g, j0 == 0, p + g, vr, g == 0 ? vp : nullptr, nt, job.d_v);
@@ -605,6 +733,7 @@ template <class V>
 void attend(const AttnJob& job) {
   alignas(64) float k_tile[kTileFloats];
   alignas(64) float v_tile[kTileFloats];
+  alignas(64) float kt_tile[kTileFloats];  // GQA: the K tile transposed
   AttnState st;
   const int kw = job.d_a + job.d_b;
   int64_t n_kv = 0;
@@ -627,17 +756,30 @@ void attend(const AttnJob& job) {
       next_rows(pf, pf_n, n_rows, k_pf);
     }
     load_tile<V>(*job.k, job.k_off, j0, nt, kw, k_tile);
-    const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
-    for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
-      V::store_tail(k_tile, i, pad_end, V::zero());
-    if (job.v) {
-      prefetch_rows(*job.v, job.v_off, j0 + tile, pf_n, v_bytes);
-      load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile);
-    }
     int n_act = 0;
     for (int i = 0; i < job.n_m; ++i)
       if (job.mem[i].n_kv > j0) act[n_act++] = i;
-    scores<V>(job, act, n_act, k_tile, kw, n_rows, st.p, pf_n > 0 ? k_pf : nullptr, k_bytes);
+    if (job.v) {  // GQA: keys in lanes
+      prefetch_rows(*job.v, job.v_off, j0 + tile, pf_n, v_bytes);
+      load_tile<V>(*job.v, job.v_off, j0, nt, job.d_v, v_tile);
+      const float* q[kAttnMaxGroup];
+      float* p[kAttnMaxGroup];
+      for (int i = 0; i < n_act; ++i) {
+        q[i] = job.mem[act[i]].qa;
+        p[i] = st.p[act[i]];
+      }
+      scores_by_chunks<V>(
+          [&](int r, int d) {
+            const float* row = k_tile + static_cast<size_t>(r) * kw;
+            return d + V::kWidth <= kw ? V::load(row + d) : V::load_tail(row, d, kw);
+          },
+          nt, kw, q, n_act, job.scale, p, kt_tile, pf_n > 0 ? k_pf : nullptr, pf_n, k_bytes);
+    } else {  // MLA: row form
+      const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
+      for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
+        V::store_tail(k_tile, i, pad_end, V::zero());
+      scores<V>(job, act, n_act, k_tile, kw, n_rows, st.p, pf_n > 0 ? k_pf : nullptr, k_bytes);
+    }
     fold_tile<V>(job, st, act, n_act, j0, nt, job.v ? v_tile : k_tile, job.v ? job.d_v : kw);
   }
   for (int im = 0; im < job.n_m; ++im) {
