@@ -195,7 +195,7 @@ struct ForwardCtx {
   // [h0, h1). Each (query, head) output is computed the same way whatever else its item
   // holds [BATCH_INVARIANT]. Uses kAttnItemBytes of arena per batch token (models count it
   // in scratch_bytes).
-  static constexpr int64_t kAttnQueryBlock = 16;
+  static constexpr int64_t kAttnQueryBlock = 32;
   static constexpr size_t kAttnItemBytes = 32;
   template <class F>
   void for_each_attention_item(int n_head, F&& f) {

@@ -117,6 +117,9 @@ struct AttnLayer {
   std::vector<const uint8_t*> blocks;
 };
 
+// Queries per call, as the engine's attention items (ForwardCtx::kAttnQueryBlock).
+constexpr int64_t kQueryBlock = 32;
+
 void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers,
                      int splits) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
@@ -164,9 +167,9 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   };
   for (auto _ : state) {
     for (const AttnLayer& l : cache)
-      for (int64_t q0 = 0; q0 < n_q; q0 += 16)
+      for (int64_t q0 = 0; q0 < n_q; q0 += kQueryBlock)
         for (int g = 0; g < splits; ++g)
-          run(l, q0, std::min<int64_t>(16, n_q - q0), n_head * g / splits, n_head * (g + 1) / splits);
+          run(l, q0, std::min<int64_t>(kQueryBlock, n_q - q0), n_head * g / splits, n_head * (g + 1) / splits);
     benchmark::DoNotOptimize(out.data());
   }
   double rows = 0.0;  // (query, KV row) pairs
