@@ -306,14 +306,14 @@ TEST(Attention, ScatteredQueryPositionsEqualNaiveSoftmax) {
 // Decode steps (one query; GQA: a KV head's 1-8 query heads per job, MLA: 1-16 heads) take
 // the path that reads K and V straight from the cache (attention_driver.h, attend_direct):
 // every member count, every float cache type, contexts within one tile, across tiles and at
-// a tile's edge, against naive attention; and bit for bit the output of the same query
+// a tile's edge (MLA: 16 rows; GQA: 64 rows, scored in chunks of 32), against naive attention; and bit for bit the output of the same query
 // inside a prefill chunk (the tile path) [BATCH_INVARIANT].
 TEST(Attention, DecodeEqualsNaiveSoftmaxAndPrefillBitwise) {
   std::mt19937 rng(26);
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
     for (bool mla : {false, true})
       for (int group = 1; group <= (mla ? 16 : 8); ++group)
-        for (int64_t ctx : {1, 15, 16, 17, 31, 32, 33, 130}) {
+        for (int64_t ctx : {1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 130}) {
           // MLA: a narrow latent (128 + rope 64) for time, and V2/V3's 512 + 64 at 8 and 16 heads.
           const int lora = mla && group % 8 == 0 ? 512 : 128;
           const auto pos = chunk_positions(ctx, std::min<int64_t>(ctx, 20));
