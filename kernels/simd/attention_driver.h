@@ -1,8 +1,9 @@
 // The ISA-independent part of flash attention (GQA) and absorbed MLA, shared by
 // kernels/avx2/attention.cpp and kernels/avx512/attention.cpp. Each ISA file supplies a
 // vector traits struct V (float vector ops of its width, an exp(), a block reduction, a
-// block transpose and its KV row converter); everything here is a template on V, so the two instantiations are
-// distinct symbols compiled with their own flags (no inline function shared across ISA flags).
+// block transpose and its KV row converter); everything here is a template on V, so the two
+// instantiations are distinct symbols compiled with their own flags (no inline function
+// shared across ISA flags).
 //
 // attend(): a job's members are (query, head) pairs that read the same KV rows: several
 // consecutive queries of one sequence times the query heads sharing one KV head (GQA:
@@ -35,7 +36,7 @@
 // other members. So a query's output is bit-identical whatever other queries share its
 // job, whether it runs in a prefill chunk or as a decode step.
 //
-// Scratch is a fixed-size frame on the stack (about 290 KB; pool threads are std::threads
+// Scratch is a fixed-size frame on the stack (about 340 KB; pool threads are std::threads
 // with the default 8 MB stack): no allocation ever, so the decode step allocates nothing
 // (STYLE.md habit 10). Shapes wider than it (K rows or V rows over kMaxRowWidth floats)
 // go to the reference kernels.
@@ -64,7 +65,7 @@ constexpr size_t kAttnTileBytes = 32768;    // converted K tile (GQA heads of 12
 constexpr int kAttnMaxGroup = 192;          // members per job: 32 queries x 6 GQA heads
 constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
 constexpr int kTileFloats = 16 * kMaxRowWidth;  // one K (or V) tile: 16 rows of the widest row
-constexpr int kAccFloats = 24576;           // accumulators of one job (192 x 128, 48 x 512)
+constexpr int kAccFloats = 24576;               // accumulators of one job (192 x 128, 48 x 512)
 
 // The L1 data cache in bytes; 32 KB when unknown. Defined in kernels/dispatch.cpp (base
 // ISA flags): an inline definition here would be compiled once per ISA.
@@ -241,11 +242,14 @@ constexpr int kKeyVecs = 2;
 template <class V>
 constexpr int kKeyMembers = V::kWidth >= 16 ? 8 : 4;
 
-// The transposed tile's floats per d: nt rows rounded up to whole vectors. Within
-// kTileFloats for every tile_rows() shape (rows <= 16 round up to 16 and 16 rows of 1024
-// floats are kTileFloats; larger tiles come from the 16 KB rule, at most a quarter of it).
+// The transposed chunk's floats per d: its rows (at most kScoreChunk) rounded up to whole
+// vectors. ldT * kw stays within kTileFloats for every tile_rows() shape: tiles of 8 or 16
+// rows round up to 16, and 16 rows of 1024 floats are kTileFloats; tiles of 24 or more
+// rows come from the 32 KB rule (kw <= 341), and 32 rows of 341 floats are 10,912.
 template <class V>
-int transposed_rows(int nt) { return (nt + V::kWidth - 1) / V::kWidth * V::kWidth; }
+int transposed_rows(int nt) {
+  return (nt + V::kWidth - 1) / V::kWidth * V::kWidth;
+}
 
 // kT[d * ldT + j] = element d of tile row j for j < ldT (a multiple of kWidth), d < kw,
 // row j's vector at d being load(j, d). Rows pf[0..n_pf) (pf_bytes each) are prefetched,
@@ -312,8 +316,7 @@ template <class V, int NM>
 // Scores of the members q[0..n) (their rows of p: p[0..n)) over the ldT columns of kT.
 template <class V>
 void scores_t(const float* const* q, int n, const float* kT, int ldT, int kw, float scale, float* const* p) {
-  member_passes<kKeyMembers<V>>(
-      n, [&]<int G>(int g) { score_members_t<V, G>(q + g, kT, ldT, kw, scale, p + g); });
+  member_passes<kKeyMembers<V>>(n, [&]<int G>(int g) { score_members_t<V, G>(q + g, kT, ldT, kw, scale, p + g); });
 }
 
 // Keys-in-lanes scores of the members q[0..n) (their rows of p: p[0..n)) over a tile's nt
@@ -543,8 +546,9 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
 // beside the FMAs, and the tile path's float tile did not fit L1 with 8-16 heads' queries
 // and accumulators). The members' arithmetic is attend()'s exactly: the same tiles, the
 // same score functions (GQA: scores_by_chunks; MLA: the same fma order per (member, row)
-// and reduction tree), the same softmax, and acc * corr followed by one fma per row for the accumulators; converted
-// values are the same floats. [BATCH_INVARIANT] therefore holds across the two paths.
+// and reduction tree), the same softmax, and acc * corr followed by one fma per row for the
+// accumulators; converted values are the same floats. [BATCH_INVARIANT] therefore holds
+// across the two paths.
 //
 // V must also provide kRegs (vector registers) and load_kv<type>(row, i) (elements [i, i +
 // kWidth) of a row in the cache, as floats).
@@ -782,7 +786,8 @@ void attend(const AttnJob& job) {
             return d + V::kWidth <= kw ? V::load(row + d) : V::load_tail(row, d, kw);
           },
           nt, kw, q, n_act, job.scale, p, kt_tile, pf_n > 0 ? k_pf : nullptr, pf_n, k_bytes);
-    } else {  // MLA: row form
+    } else {
+      // MLA: the row form.
       const int64_t pad_end = static_cast<int64_t>(n_rows) * kw;  // zero rows, without a memset call
       for (int64_t i = static_cast<int64_t>(nt) * kw; i < pad_end; i += V::kWidth)
         V::store_tail(k_tile, i, pad_end, V::zero());
