@@ -16,7 +16,7 @@
 
 #include "kernels/isa_tables.h"
 #include "kernels/ref/ref.h"
-#include "kernels/simd/attention_driver.h"
+#include "kernels/simd/attention_core.h"  // l1d_bytes()
 
 namespace ds {
 namespace {

@@ -304,7 +304,7 @@ TEST(Attention, ScatteredQueryPositionsEqualNaiveSoftmax) {
 }
 
 // Decode steps (one query; GQA: a KV head's 1-8 query heads per job, MLA: 1-16 heads) take
-// the path that reads K and V straight from the cache (attention_driver.h, attend_direct):
+// the path that reads K and V straight from the cache (attention_decode.h, attend_direct):
 // every member count, every float cache type, contexts within one tile, across tiles and at
 // a tile's edge (MLA: 16 rows; GQA: 64 rows, scored in chunks of 32), against naive
 // attention; and bit for bit the output of the same query inside a prefill chunk (the tile
