@@ -17,6 +17,7 @@
 #include "kernel_test_data.h"
 #include "kernels/onednn_gemm.h"
 #include "kernels/quant/repack.h"
+#include "model/forward.h"
 
 namespace {
 
@@ -117,8 +118,8 @@ struct AttnLayer {
   std::vector<const uint8_t*> blocks;
 };
 
-// Queries per call, as the engine's attention items (ForwardCtx::kAttnQueryBlock).
-constexpr int64_t kQueryBlock = 32;
+// Queries per call, as the engine's attention items.
+constexpr int64_t kQueryBlock = ds::ForwardCtx::kAttnQueryBlock;
 
 void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers,
                      int splits) {
