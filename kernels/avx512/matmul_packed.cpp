@@ -12,8 +12,9 @@
 // two rows (most routed experts in batched MoE decode) use fused kernels that decode the
 // quants straight into the products, reading each superblock's lines in address order;
 // 3-8 rows of Q4_K/Q5_K take k4_rows (4 or 8 rows decoding one sub-block pair at a time
-// into registers) and the one- and two-row kernels for the rest; 3-8 rows of Q6_K, Q3_K and
-// Q2_K unpack the panel first and go to the accumulate kernels of panel_kquant.h. One or
+// into registers) and the one- and two-row kernels for the rest; Q6_K takes q6k_tokens for
+// every row count up to 8; 3-8 rows of Q3_K and Q2_K unpack the panel first and go to the
+// accumulate kernels of panel_kquant.h. One or
 // two rows of the 32-block types take small_batch32_fused (unsigned weights, the offset
 // through the activation block sums); more rows, and more than 8 of any type, go to the
 // panel kernels of matmul_panel.cpp, which read the packed form through MatmulArgs::w_panels.
@@ -75,47 +76,56 @@ template <bool kHasQh, int NT>
   for (int t = 0; t < NT; ++t) acc[t] = k4_block_step(acc[t], a[t]->d, p.d, p.dmin, sumi[t], summ[t]);
 }
 
-// The same for Q6_K (decode_q6k + accumulate_q6k<NT>), quant lines in address order too
-// (8-13% more from memory than sub-block order): ql line 16n + 8 q2 + 4 half + g holds
-// the low nibbles of sub-blocks j = 8n + 2 qq + half for qq = q2 and q2 + 2, whose high
-// bits are in qh line 32 + 8n + 4 half + g. The halves n = 0, 1 one after the other, 8
-// sub-block chains per row each, so that two rows' chains (16) stay in registers.
+// The same for Q6_K (unpack_q6k_packed + accumulate_q6k<NT>), for any NT up to 8: each
+// sub-block's four quant words (q6k_packed_words) feed one dpbusd chain per row, scaled
+// once per sub-block. Quant lines are read in address order.
 template <int NT>
 [[gnu::always_inline]] inline void q6k_tokens(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
   __m512i sumi[NT], off[NT];
-  for (int t = 0; t < NT; ++t) sumi[t] = off[t] = _mm512_setzero_si512();
-#pragma GCC unroll 2
-  for (int n = 0; n < 2; ++n) {  // sub-blocks 8n..8n+7: 8 chains per row live at a time
-    __m512i s[NT][8];
-    for (auto& st : s)
-      for (auto& x : st) x = _mm512_setzero_si512();
-#pragma GCC unroll 2
-    for (int q2 = 0; q2 < 2; ++q2)
-#pragma GCC unroll 2
-      for (int half = 0; half < 2; ++half)
+  for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+  if constexpr (NT <= 2) {
+    // All 16 sub-blocks unrolled: with a loop over the scales dwords (4 sub-blocks per
+    // iteration) the one-row stream from memory read 0.9x.
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+      __m512i w[4], s[NT];
+      q6k_packed_words(blk, j, w);
+      for (auto& x : s) x = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
-          const __m512i ql = _mm512_loadu_si512(blk + 64 * (16 * n + 8 * q2 + 4 * half + g));
-          const __m512i qh = _mm512_loadu_si512(blk + 64 * (32 + 8 * n + 4 * half + g));
-          for (int qq = q2; qq < 4; qq += 2) {
-            const int jj = 2 * qq + half, j = 8 * n + jj;
-            const __m512i q = q6k_quant(ql, qh, qq);
-            for (int t = 0; t < NT; ++t) s[t][jj] = dpbusd_bcast(s[t][jj], q, a[t]->qs + 16 * j + 4 * g);
-          }
-        }
-    for (int k = 2 * n; k < 2 * n + 2; ++k) {
-      const __m512i scw = _mm512_loadu_si512(blk + 64 * (48 + k));
-      __m512i sc[4];
+      for (int g = 0; g < 4; ++g)
+        for (int t = 0; t < NT; ++t) s[t] = dpbusd_bcast(s[t], w[g], a[t]->qs + 16 * j + 4 * g);
+      const __m512i sc = q6k_scale(q6k_packed_scales(blk, j / 4), j % 4);
+      for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t], sc));
+    }
+  } else {
+    // One row's chain at a time, so that the words stay in registers (with all rows'
+    // chains live, 8 rows spilled); the loop over the scales dwords stays rolled (fully
+    // unrolled, 8 rows ran 0.9x from L2).
+#pragma GCC unroll 1
+    for (int k = 0; k < 4; ++k) {
+      const __m512i scw = q6k_packed_scales(blk, k);
+#pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
-        sc[i] = q6k_scale(scw, i);
-        for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t][4 * (k - 2 * n) + i], sc[i]));
-      }
-      for (int hpair = 0; hpair < 2; ++hpair) {
-        const __m512i sp = scale_pair(sc[2 * hpair], sc[2 * hpair + 1]);
-        for (int t = 0; t < NT; ++t) off[t] = dpwssd_bcast(off[t], sp, a[t]->bsums + 2 * (2 * k + hpair));
+        const int j = 4 * k + i;
+        __m512i w[4];
+        q6k_packed_words(blk, j, w);
+        const __m512i sc = q6k_scale(scw, i);
+        for (int t = 0; t < NT; ++t) {
+          __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int g = 0; g < 4; ++g) s = dpbusd_bcast(s, w[g], a[t]->qs + 16 * j + 4 * g);
+          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s, sc));
+        }
       }
     }
   }
+  __m512i sp[8];
+  for (int k = 0; k < 4; ++k) {
+    const __m512i scw = q6k_packed_scales(blk, k);
+    sp[2 * k] = scale_pair(q6k_scale(scw, 0), q6k_scale(scw, 1));
+    sp[2 * k + 1] = scale_pair(q6k_scale(scw, 2), q6k_scale(scw, 3));
+  }
+  bsum_pair_sums<NT>(sp, a, off);
   const __m512 d = q6k_block_d(blk);
   for (int t = 0; t < NT; ++t) acc[t] = q6k_block_step(acc[t], a[t]->d, d, sumi[t], off[t]);
 }
@@ -214,19 +224,17 @@ struct KindK4 {
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
   static constexpr bool kFusedRows = true;  // 4 and 8 rows: k4_rows
+  static constexpr bool kFusedAll = false;  // 3-8 rows by small_batch
   template <int NT>
   static void rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, NT>(blk, a, acc); }
 };
 
+// Every row count up to 8 by q6k_tokens (fused_rows); nothing unpacks the panel.
 struct KindQ6K {
-  using Panel = PanelQ6K;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
-  static void unpack(const uint8_t* blk, Panel& p) { unpack_q6k_packed(blk, p); }
   template <int NT>
   static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<NT>(blk, a, acc); }
-  template <int NT>
-  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_q6k<NT>(p, a, acc); }
-  static constexpr bool kFusedRows = false;  // 3-8 rows unpack (k4_rows' Q6_K form did not help)
+  static constexpr bool kFusedAll = true;
 };
 
 template <bool kQ3>
@@ -245,6 +253,7 @@ struct KindK23 {
     else accumulate_q2k<NT>(p, a, acc);
   }
   static constexpr bool kFusedRows = false;
+  static constexpr bool kFusedAll = false;
 };
 
 // Panels [pb, pe) x NT (1 or 2) activation rows with the fused kernels: the loop of
@@ -277,7 +286,7 @@ void fused_rows(const MatmulArgs& m, int64_t pb, int64_t pe) {
 // Panels [pb, pe) (rows, multiples of 16) x activation rows [0, nt), 3 <= nt <= kSmallMaxTok,
 // one panel after the other (one sequential stream) with a software prefetch two blocks
 // ahead; Q4_K/Q5_K take k4_rows for 8 rows, and for 3-7 only where kMidRows (see
-// small_batch_kind), the other types unpack each superblock.
+// small_batch_kind), Q2_K and Q3_K unpack each superblock.
 template <class Kind, bool kMidRows = false>
 void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   const int64_t nt = m.n_tok, nb = m.n_in / kQK_K;
@@ -438,17 +447,41 @@ void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-// One kind's rows: one or two by fused_rows; 3-7 rows of Q4_K/Q5_K in their own
-// instantiation of small_batch (with that branch in the same loop the 8-row path read
-// 0.79-0.98x, 10 alternations); the rest by small_batch.
+// One kind's rows: one or two by fused_rows, and Q6_K's 3-8 too; 3-7 rows of Q4_K/Q5_K in
+// their own instantiation of small_batch (with that branch in the same loop the 8-row path
+// read 0.79-0.98x, 10 alternations); the rest by small_batch.
 template <class Kind>
 void small_batch_kind(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  if (m.n_tok == 1) return fused_rows<Kind, 1>(m, pb, pe);
-  if (m.n_tok == 2) return fused_rows<Kind, 2>(m, pb, pe);
-  if constexpr (Kind::kFusedRows) {
-    if (m.n_tok <= 7) return small_batch<Kind, true>(m, pb, pe);
+  static_assert(kSmallMaxTok == 8);
+  switch (m.n_tok) {
+    case 1:
+      return fused_rows<Kind, 1>(m, pb, pe);
+    case 2:
+      return fused_rows<Kind, 2>(m, pb, pe);
+    default:
+      break;
   }
-  small_batch<Kind>(m, pb, pe);
+  if constexpr (Kind::kFusedAll) {
+    switch (m.n_tok) {
+      case 3:
+        return fused_rows<Kind, 3>(m, pb, pe);
+      case 4:
+        return fused_rows<Kind, 4>(m, pb, pe);
+      case 5:
+        return fused_rows<Kind, 5>(m, pb, pe);
+      case 6:
+        return fused_rows<Kind, 6>(m, pb, pe);
+      case 7:
+        return fused_rows<Kind, 7>(m, pb, pe);
+      default:
+        return fused_rows<Kind, 8>(m, pb, pe);
+    }
+  } else {
+    if constexpr (Kind::kFusedRows) {
+      if (m.n_tok <= 7) return small_batch<Kind, true>(m, pb, pe);
+    }
+    small_batch<Kind>(m, pb, pe);
+  }
 }
 
 void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {

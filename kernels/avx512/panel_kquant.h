@@ -337,6 +337,13 @@ inline __m512i scale_pair(__m512i lo, __m512i hi) {
   return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(hi, 16));
 }
 
+// The scales of a Q6_K panel from its scales dwords scw[k] (bytes 4k..4k+3 of each row).
+inline void decode_q6k_scales(const __m512i* scw, PanelQ6K& p) {
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 4; ++i) p.sc[4 * k + i] = q6k_scale(scw[k], i);
+  for (int k = 0; k < 8; ++k) p.sp[k] = scale_pair(p.sc[2 * k], p.sc[2 * k + 1]);
+}
+
 template <class QL, class QH>
 [[gnu::always_inline]] inline void decode_q6k(QL ql, QH qh, const __m512i* scw, __m512 d, PanelQ6K& p) {
   // Unrolled (1536x8960 from memory, one thread, 3 alternations: 8 tokens 737/722/728 ->
@@ -347,9 +354,7 @@ template <class QL, class QH>
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) p.q[j][g] = q6k_quant(ql((64 * n + 32 * (qq % 2) + l0) / 4 + g), qh((32 * n + l0) / 4 + g), qq);
   }
-  for (int k = 0; k < 4; ++k)
-    for (int i = 0; i < 4; ++i) p.sc[4 * k + i] = q6k_scale(scw[k], i);
-  for (int k = 0; k < 8; ++k) p.sp[k] = scale_pair(p.sc[2 * k], p.sc[2 * k + 1]);
+  decode_q6k_scales(scw, p);
   p.d = d;
 }
 
@@ -370,13 +375,40 @@ inline __m512 q6k_block_d(const uint8_t* blk) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * 52)));
 }
 
-// Packed (repack.h): dwords 0-31 ql, 32-47 qh, 48-51 scales, then the 16 rows' d (2 bytes each).
+// Packed (repack.h): sub-block j's quants in lines 3j..3j+2 (re-encoded, see below), the
+// scales dwords in lines 48-51, then the 16 rows' d (2 bytes each).
+//
+// Sub-block j's four quant words (w[g] lane r = row r's elements 16j + 4g .. 16j + 4g + 3,
+// u8 0..63): word g < 3 is the low six bits of line 3j + g, and bits 2k..2k+1 of word 3
+// are bits 6-7 of line 3j + k. Nine operations for four words; the file's ql/qh split
+// took 4-6 per word.
+[[gnu::always_inline]] inline void q6k_packed_words(const uint8_t* blk, int j, __m512i* w) {
+  const __m512i six = _mm512_set1_epi8(0x3F);
+  const __m512i l0 = _mm512_loadu_si512(blk + 64 * (3 * j)), l1 = _mm512_loadu_si512(blk + 64 * (3 * j + 1)),
+                l2 = _mm512_loadu_si512(blk + 64 * (3 * j + 2));
+  w[0] = _mm512_and_si512(l0, six);
+  w[1] = _mm512_and_si512(l1, six);
+  w[2] = _mm512_and_si512(l2, six);
+  // Bits 0-1 from l0 >> 6, 2-3 from l1 >> 4, 4-5 from l2 >> 2 (dword shifts: the bits a
+  // byte gets from its neighbour are masked off); 0xCA = c0 ? c1 : c2 per bit.
+  const __m512i lo =
+      _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x03), _mm512_srli_epi32(l0, 6), _mm512_srli_epi32(l1, 4), 0xCA);
+  const __m512i mid = _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x0F), lo, _mm512_srli_epi32(l2, 2), 0xCA);
+  w[3] = _mm512_and_si512(mid, six);
+}
+
+inline __m512i q6k_packed_scales(const uint8_t* blk, int k) {
+  return _mm512_loadu_si512(blk + 64 * (48 + k));
+}
+
 inline void unpack_q6k_packed(const uint8_t* blk, PanelQ6K& p) {
-  static_assert(offsetof(BlockQ6_K, qh) == 128 && offsetof(BlockQ6_K, scales) == 192 && offsetof(BlockQ6_K, d) == 208);
-  const __m512i scw[4] = {_mm512_loadu_si512(blk + 64 * 48), _mm512_loadu_si512(blk + 64 * 49),
-                          _mm512_loadu_si512(blk + 64 * 50), _mm512_loadu_si512(blk + 64 * 51)};
-  decode_q6k([&](int k) { return _mm512_loadu_si512(blk + 64 * k); },
-             [&](int k) { return _mm512_loadu_si512(blk + 64 * (32 + k)); }, scw, q6k_block_d(blk), p);
+  static_assert(offsetof(BlockQ6_K, scales) == 192 && offsetof(BlockQ6_K, d) == 208);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) q6k_packed_words(blk, j, p.q[j]);
+  const __m512i scw[4] = {q6k_packed_scales(blk, 0), q6k_packed_scales(blk, 1), q6k_packed_scales(blk, 2),
+                          q6k_packed_scales(blk, 3)};
+  decode_q6k_scales(scw, p);
+  p.d = q6k_block_d(blk);
 }
 
 // The reference's float step of one Q6_K (kShift 5) or Q3_K (kShift 2) block, one lane per

@@ -1,7 +1,10 @@
 // 16-row panel packing (repack.h, docs/repack.md). Scalar: it runs once per matrix at load.
 #include "kernels/quant/repack.h"
 
+#include <cstddef>
 #include <cstring>
+
+#include "kernels/quant/blocks.h"
 
 namespace ds {
 
@@ -36,15 +39,85 @@ void for_each_piece(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int
   }
 }
 
+// Q6_K quants (repack.h): element e = 128 n + 32 qq + l of a GGUF block is the nibble
+// qq / 2 of ql[64 n + 32 (qq % 2) + l] with bits 2 qq..2 qq + 1 of qh[32 n + l] above it.
+constexpr size_t kQ6kQh = 128;
+
+void q6k_quants(const uint8_t* b, uint8_t* q) {  // q[256] <- the block's quants, 0..63
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const int ql0 = b[64 * n + l], ql1 = b[64 * n + 32 + l], h = b[kQ6kQh + 32 * n + l];
+      q[128 * n + l] = static_cast<uint8_t>((ql0 & 0x0F) | (h & 3) << 4);
+      q[128 * n + 32 + l] = static_cast<uint8_t>((ql1 & 0x0F) | (h >> 2 & 3) << 4);
+      q[128 * n + 64 + l] = static_cast<uint8_t>(ql0 >> 4 | (h >> 4 & 3) << 4);
+      q[128 * n + 96 + l] = static_cast<uint8_t>(ql1 >> 4 | (h >> 6) << 4);
+    }
+}
+
+void q6k_set_quants(const uint8_t* q, uint8_t* b) {  // the inverse: the block's ql and qh
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const int q0 = q[128 * n + l], q1 = q[128 * n + 32 + l], q2 = q[128 * n + 64 + l], q3 = q[128 * n + 96 + l];
+      b[64 * n + l] = static_cast<uint8_t>((q0 & 0x0F) | (q2 & 0x0F) << 4);
+      b[64 * n + 32 + l] = static_cast<uint8_t>((q1 & 0x0F) | (q3 & 0x0F) << 4);
+      b[kQ6kQh + 32 * n + l] = static_cast<uint8_t>(q0 >> 4 | (q1 >> 4) << 2 | (q2 >> 4) << 4 | (q3 >> 4) << 6);
+    }
+}
+
+// Byte 4 r + i of line 3 j + k (k < 3) of a packed block: the quant of element
+// 16 j + 4 k + i of row r, with bits 2 k..2 k + 1 of the quant of element 16 j + 12 + i in
+// bits 6-7.
+constexpr size_t q6k_packed_byte(int j, int k, int i, int r) {
+  return static_cast<size_t>(64 * (3 * j + k) + 4 * r + i);
+}
+
+// Calls f(row block, packed block) for every block of panels [p0, p1) of a Q6_K matrix.
+template <class F>
+void for_each_q6k_block(int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, F&& f) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const size_t panel = static_cast<size_t>(p) * kPanelRows * row_stride;
+    for (int64_t ib = 0; ib < n_in / kQK_K; ++ib)
+      for (int r = 0; r < kPanelRows; ++r)
+        f(panel + static_cast<size_t>(r) * row_stride + static_cast<size_t>(ib) * sizeof(BlockQ6_K),
+          panel + static_cast<size_t>(ib) * kPanelRows * sizeof(BlockQ6_K), r);
+  }
+}
+
 }  // namespace
 
 void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0, int64_t p1) {
   for_each_piece(t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(dst + po, src + ro, n); });
+  if (t != GgmlType::Q6_K) return;
+  // The quant lines (ql and qh, dwords 0-47) re-encoded; scales and d stay where the
+  // permutation put them.
+  for_each_q6k_block(n_in, row_stride, p0, p1, [&](size_t row, size_t blk, int r) {
+    uint8_t q[kQK_K];
+    q6k_quants(src + row, q);
+    for (int j = 0; j < kQK_K / 16; ++j)
+      for (int k = 0; k < 3; ++k)
+        for (int i = 0; i < 4; ++i)
+          dst[blk + q6k_packed_byte(j, k, i, r)] =
+              static_cast<uint8_t>(q[16 * j + 4 * k + i] | (q[16 * j + 12 + i] >> (2 * k) & 3) << 6);
+  });
 }
 
 void unpack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* packed, uint8_t* rows, int64_t p0,
                    int64_t p1) {
   for_each_piece(t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(rows + ro, packed + po, n); });
+  if (t != GgmlType::Q6_K) return;
+  for_each_q6k_block(n_in, row_stride, p0, p1, [&](size_t row, size_t blk, int r) {
+    uint8_t q[kQK_K];
+    for (int j = 0; j < kQK_K / 16; ++j)
+      for (int i = 0; i < 4; ++i) {
+        q[16 * j + 12 + i] = 0;
+        for (int k = 0; k < 3; ++k) {
+          const uint8_t b = packed[blk + q6k_packed_byte(j, k, i, r)];
+          q[16 * j + 4 * k + i] = b & 0x3F;
+          q[16 * j + 12 + i] |= static_cast<uint8_t>((b >> 6) << (2 * k));
+        }
+      }
+    q6k_set_quants(q, rows + row);
+  });
 }
 
 }  // namespace ds

@@ -1,7 +1,7 @@
 // 16-row panels: a quantized matrix's rows rearranged so that a 64-byte load yields one
 // dword of each of 16 rows (the "lanes = rows" registers of the AVX-512 panel kernels),
-// see docs/repack.md. A pure permutation of the bytes: rows [16p, 16p + 16) take exactly
-// the 16 * row_stride bytes they had, at the same offset.
+// see docs/repack.md. Rows [16p, 16p + 16) take exactly the 16 * row_stride bytes they
+// had, at the same offset: a pure permutation of the bytes, except Q6_K's quants (below).
 //
 // Within panel p, block ib starts at p * 16 * row_stride + ib * 16 * block_bytes. A block's
 // first `head` bytes (the fp16 d of Q8_0, Q5_0 and Q4_0: 2; d and m of Q4_1 and Q5_1: 4;
@@ -16,6 +16,11 @@
 //   Q4_1 (20 bytes): qs dwords 0-3, then d | m (256 + 4 r); Q5_1 (24): qh, qs 1-4, d | m.
 //   Q2_K (84 bytes): scales dwords 0-3, qs 4-19, d | dmin 20.
 //   Q3_K (110 bytes): hmask dwords 0-7, qs 8-23, scales 24-26, then d (1728 + 2 r).
+//   Q6_K (210 bytes): 48 quant lines, scales dwords 48-51, then d (3328 + 2 r). The quant
+//     lines are re-encoded instead of permuted: byte 4 r + i of line 3 j + k (k < 3) holds
+//     the 6-bit quant of element 16 j + 4 k + i of row r in bits 0-5 and bits 2k, 2k + 1 of
+//     the quant of element 16 j + 12 + i in bits 6-7, so that a sub-block's four dpbusd
+//     words cost 9 operations (kernels/avx512/panel_kquant.h, q6k_packed_words).
 #pragma once
 #include <cstddef>
 #include <cstdint>

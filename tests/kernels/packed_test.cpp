@@ -1,5 +1,5 @@
 // Weights repacked into 16-row panels (kernels/quant/repack.h): the layout is a byte
-// permutation that unpack_panels inverts, and matmul over a packed copy (MatmulArgs::
+// permutation (Q6_K: its quants re-encoded) that unpack_panels inverts, and matmul over a packed copy (MatmulArgs::
 // w_panels; AVX-512 kernels read it, others ignore it) equals the scalar reference bit for
 // bit ([KQUANT_EXACT]) at every token count that changes the path (1: the fused one-row
 // kernels; 2..8: panel after panel; 9+: panel kernels with 8/4/1-token groups; two 256-token
@@ -15,6 +15,7 @@
 #include <random>
 
 #include "kernel_test_data.h"
+#include "kernels/quant/blocks.h"
 #include "kernels/quant/fp16.h"
 #include "kernels/quant/repack.h"
 #include "kernels/ref/ref.h"
@@ -32,9 +33,18 @@ size_t head_bytes(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2 : 0;
 }
 
+// Q6_K element e of a GGUF block (../shared/SPEC.md, "Block formats"), unsigned 0..63: for
+// e = 128 n + 32 qq + l, nibble qq / 2 of ql[64 n + 32 (qq % 2) + l] with bits 2 qq..2 qq + 1
+// of qh[32 n + l] (at byte 128) as bits 4-5.
+int q6k_quant_of(const uint8_t* blk, int e) {
+  const int n = e / 128, qq = e % 128 / 32, l = e % 32;
+  return (blk[64 * n + 32 * (qq % 2) + l] >> (4 * (qq / 2)) & 0x0F) | (blk[128 + 32 * n + l] >> (2 * qq) & 3) << 4;
+}
+
 TEST(Repack, IsAPermutationThatUnpackInverts) {
   std::mt19937 rng(31);
   for (GgmlType t : kPackTypes) {
+    if (t == GgmlType::Q6_K) continue;  // re-encodes its quants: Q6kQuantsAreReencoded
     const int64_t n = 512, n_out = 53, n_panels = n_out / kPanelRows;
     const auto w = random_weights(rng, t, n, n_out);
     const size_t wrow = ggml_row_size(t, n);
@@ -65,6 +75,48 @@ TEST(Repack, IsAPermutationThatUnpackInverts) {
       }
     }
   }
+}
+
+// Q6_K's quant lines are re-encoded (repack.h): line 3 j + k (k < 3) holds, at byte
+// 4 r + i, the quant of element 16 j + 4 k + i of row r in bits 0-5 and bits 2 k, 2 k + 1 of
+// the quant of element 16 j + 12 + i in bits 6-7. Scales and d are permuted as for the other
+// K-quants, and unpack_panels inverts it all.
+TEST(Repack, Q6kQuantsAreReencoded) {
+  std::mt19937 rng(33);
+  const GgmlType t = GgmlType::Q6_K;
+  const int64_t n = 512, n_out = 37, n_panels = n_out / kPanelRows;
+  const auto w = random_weights(rng, t, n, n_out);
+  const size_t wrow = ggml_row_size(t, n), bb = sizeof(BlockQ6_K);
+  std::vector<uint8_t> packed(w.size(), 0xA5), back(w.size(), 0);
+  repack_panels(t, n, wrow, w.data(), packed.data(), 0, n_panels);
+  const size_t covered = static_cast<size_t>(n_panels * kPanelRows) * wrow;
+  for (size_t i = covered; i < w.size(); ++i) ASSERT_EQ(packed[i], 0xA5);
+  int checked = 0;
+  for (int64_t p = 0; p < n_panels; ++p)
+    for (int64_t ib = 0; ib < n / 256; ++ib) {
+      const uint8_t* blk =
+          packed.data() + static_cast<size_t>(p) * kPanelRows * wrow + static_cast<size_t>(ib) * kPanelRows * bb;
+      for (int r = 0; r < kPanelRows; ++r) {
+        const uint8_t* row = w.data() + static_cast<size_t>(p * kPanelRows + r) * wrow + static_cast<size_t>(ib) * bb;
+        for (int e = 0; e < 256; ++e) {
+          const int j = e / 16, g = e % 16 / 4, i = e % 4;
+          int got = 0;
+          if (g < 3) {
+            got = blk[64 * (3 * j + g) + 4 * r + i] & 0x3F;
+          } else {
+            for (int k = 0; k < 3; ++k) got |= (blk[64 * (3 * j + k) + 4 * r + i] >> 6) << (2 * k);
+          }
+          ASSERT_EQ(got, q6k_quant_of(row, e)) << "panel " << p << " block " << ib << " row " << r << " element " << e;
+          ++checked;
+        }
+        for (int k = 0; k < 4; ++k)  // scales dwords 48-51
+          ASSERT_EQ(std::memcmp(blk + 64 * (48 + k) + 4 * r, row + offsetof(BlockQ6_K, scales) + 4 * k, 4), 0);
+        ASSERT_EQ(std::memcmp(blk + 64 * 52 + 2 * r, row + offsetof(BlockQ6_K, d), 2), 0);
+      }
+    }
+  EXPECT_EQ(checked, n_panels * (n / 256) * kPanelRows * 256);
+  unpack_panels(t, n, wrow, packed.data(), back.data(), 0, n_panels);
+  EXPECT_EQ(std::memcmp(back.data(), w.data(), covered), 0);
 }
 
 TEST(Repack, PackedMatmulMatchesRefBitwise) {
