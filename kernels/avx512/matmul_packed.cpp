@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/kernels_avx512.h"
@@ -46,6 +47,17 @@ constexpr int64_t kSmallMaxTok = 8;
 // instead of T0: 8 rows from memory Q4_K 499.5 -> 492.5 us, Q6_K 635.5 -> 630.2 (minima
 // 613 -> 565), from L2 level; engine 8-sequence decode, 6 and 5 alternated pairs, median
 // ratios 1.022 (dense) and 1.023 (MoE).
+// The whole block two blocks ahead of blk in one burst (past a panel's end: the next
+// panel's first blocks, contiguous): the one- and two-row kernels, and small_batch's
+// kernels that do not prefetch themselves. The loop stays rolled: unrolled, its 36
+// prefetches went out back to back and the stream from memory read 0.75-0.9x.
+template <size_t kBlk>
+[[gnu::always_inline]] inline void prefetch_block(const uint8_t* blk) {
+  const char* pf = reinterpret_cast<const char*>(blk) + 2 * kBlk;
+#pragma GCC unroll 1
+  for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+}
+
 template <size_t kBlk>
 [[gnu::always_inline]] inline void prefetch_quarter(const uint8_t* blk, int part) {
   constexpr size_t kLines = (kBlk + 255) / 256;
@@ -242,7 +254,7 @@ struct KindK4 {
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
   static constexpr bool kFusedRows = true;  // 4 and 8 rows: k4_rows
-  static constexpr bool kFusedAll = false;  // 3-8 rows by small_batch
+  static constexpr int kFusedMaxRows = 2;   // 3-8 rows by small_batch
   template <int NT>
   static void rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, NT>(blk, a, acc); }
 };
@@ -252,7 +264,7 @@ struct KindQ6K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   template <int NT>
   static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<NT>(blk, a, acc); }
-  static constexpr bool kFusedAll = true;
+  static constexpr int kFusedMaxRows = 8;
 };
 
 template <bool kQ3>
@@ -271,14 +283,13 @@ struct KindK23 {
     else accumulate_q2k<NT>(p, a, acc);
   }
   static constexpr bool kFusedRows = false;
-  static constexpr bool kFusedAll = false;
+  static constexpr int kFusedMaxRows = 2;
 };
 
 // Panels [pb, pe) x NT (1 or 2) activation rows with the fused kernels: the loop of
 // small_batch below without its row-count dispatch and per-row pointer set-up, which kept
 // the out-of-order window from overlapping consecutive superblocks of the one-row kernel
-// (~300 instructions each). The prefetch loop stays rolled: unrolled, its 36 prefetches
-// went out back to back and the stream from memory read 0.75-0.9x.
+// (~300 instructions each). From 3 rows (Q6_K) the kernel prefetches itself.
 template <class Kind, int NT>
 void fused_rows(const MatmulArgs& m, int64_t pb, int64_t pe) {
   constexpr size_t kBlk = kPanelRows * Kind::kBlockBytes;
@@ -291,11 +302,7 @@ void fused_rows(const MatmulArgs& m, int64_t pb, int64_t pe) {
     __m512 acc[NT];
     for (auto& x : acc) x = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib, blk += kBlk) {
-      if constexpr (!Kind::kFusedAll || NT < 3) {  // else q6k_tokens prefetches (prefetch_quarter)
-        const char* pf = reinterpret_cast<const char*>(blk) + 2 * kBlk;  // as in small_batch
-#pragma GCC unroll 1
-        for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
-      }
+      if constexpr (NT <= 2) prefetch_block<kBlk>(blk);
       Kind::template fused<NT>(blk, a, acc);
       for (auto& x : a) ++x;
     }
@@ -313,17 +320,15 @@ void small_batch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   const auto* act = static_cast<const uint8_t*>(m.act);
   const BlockQ8_K* a[kSmallMaxTok];
   typename Kind::Panel p;
+  // k4_rows (8 rows, or 4 of 3-7) prefetches each block itself (prefetch_quarter).
+  const bool rows_prefetch = Kind::kFusedRows && (nt == 8 || (kMidRows && nt >= 4));
   for (int64_t r = pb; r < pe; r += kPanelRows) {
     const uint8_t* pk = packed_panel(m, r);
     __m512 acc[kSmallMaxTok];
     for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib) {
       const uint8_t* blk = pk + static_cast<size_t>(ib) * kPanelRows * Kind::kBlockBytes;
-      // Two blocks ahead (past the panel's end: the next panel's first blocks, contiguous).
-      // (k4_rows prefetches itself: prefetch_quarter.)
-      const char* pf = reinterpret_cast<const char*>(blk) + 2 * kPanelRows * Kind::kBlockBytes;
-      if (!Kind::kFusedRows || (nt != 8 && !(kMidRows && nt >= 4)))
-        for (size_t o = 0; o < kPanelRows * Kind::kBlockBytes; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+      if (!rows_prefetch) prefetch_block<kPanelRows * Kind::kBlockBytes>(blk);
       for (int64_t t = 0; t < nt; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride) + ib;
       if constexpr (Kind::kFusedRows) {
         if (nt == 8) {
@@ -469,36 +474,23 @@ void small_batch32(const MatmulArgs& m, int64_t pb, int64_t pe) {
   }
 }
 
-// One kind's rows: one or two by fused_rows, and Q6_K's 3-8 too; 3-7 rows of Q4_K/Q5_K in
-// their own instantiation of small_batch (with that branch in the same loop the 8-row path
-// read 0.79-0.98x, 10 alternations); the rest by small_batch.
+// One kind's rows: up to Kind::kFusedMaxRows (two; Q6_K all 8) by fused_rows; 3-7 rows of
+// Q4_K/Q5_K in their own instantiation of small_batch (with that branch in the same loop
+// the 8-row path read 0.79-0.98x, 10 alternations); the rest by small_batch.
+// fused_rows<Kind, NT> for NT = m.n_tok (1 <= NT <= sizeof...(N)).
+template <class Kind, int... N>
+void fused_rows_n(const MatmulArgs& m, int64_t pb, int64_t pe, std::integer_sequence<int, N...>) {
+  using Fn = void (*)(const MatmulArgs&, int64_t, int64_t);
+  static constexpr Fn kFns[] = {&fused_rows<Kind, N + 1>...};
+  kFns[m.n_tok - 1](m, pb, pe);
+}
+
 template <class Kind>
 void small_batch_kind(const MatmulArgs& m, int64_t pb, int64_t pe) {
-  static_assert(kSmallMaxTok == 8);
-  switch (m.n_tok) {
-    case 1:
-      return fused_rows<Kind, 1>(m, pb, pe);
-    case 2:
-      return fused_rows<Kind, 2>(m, pb, pe);
-    default:
-      break;
-  }
-  if constexpr (Kind::kFusedAll) {
-    switch (m.n_tok) {
-      case 3:
-        return fused_rows<Kind, 3>(m, pb, pe);
-      case 4:
-        return fused_rows<Kind, 4>(m, pb, pe);
-      case 5:
-        return fused_rows<Kind, 5>(m, pb, pe);
-      case 6:
-        return fused_rows<Kind, 6>(m, pb, pe);
-      case 7:
-        return fused_rows<Kind, 7>(m, pb, pe);
-      default:
-        return fused_rows<Kind, 8>(m, pb, pe);
-    }
-  } else {
+  static_assert(Kind::kFusedMaxRows <= kSmallMaxTok);
+  if (m.n_tok <= Kind::kFusedMaxRows)
+    return fused_rows_n<Kind>(m, pb, pe, std::make_integer_sequence<int, Kind::kFusedMaxRows>{});
+  if constexpr (Kind::kFusedMaxRows < kSmallMaxTok) {
     if constexpr (Kind::kFusedRows) {
       if (m.n_tok <= 7) return small_batch<Kind, true>(m, pb, pe);
     }

@@ -24,11 +24,30 @@
 namespace ds::avx512 {
 namespace {
 
+// The passes of one unpacked superblock over the activation rows [t0, t0 + nt): groups of
+// NA rows, then at most one of NB, then single rows. pass.operator()<N>(a, t) gets a[k] =
+// block ib of row t0 + t + k, k < N.
+template <int NA, int NB, class Pass>
+[[gnu::always_inline]] inline void token_passes(const MatmulArgs& m, int64_t t0, int64_t nt, int64_t ib, Pass&& pass) {
+  const auto* act = static_cast<const uint8_t*>(m.act);
+  const BlockQ8_K* a[NA];
+  auto run = [&]<int N>(int64_t t) {
+    for (int k = 0; k < N; ++k) a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
+    pass.template operator()<N>(a, t);
+  };
+  int64_t t = 0;
+  for (; t + NA <= nt; t += NA) run.template operator()<NA>(t);
+  if (t + NB <= nt) {
+    run.template operator()<NB>(t);
+    t += NB;
+  }
+  for (; t < nt; ++t) run.template operator()<1>(t);
+}
+
 template <class WB, bool kHasQh>
 void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
   const int64_t nb = m.n_in / kQK_K;
-  const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   PanelK4 p;
@@ -42,23 +61,8 @@ void panel_k4(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
       prefetch_rows(ib + 1 < nb ? base + sizeof(WB) : w0 + 16 * m.w_row_stride, m.w_row_stride, sizeof(WB));
       unpack_k4_rows<WB, kHasQh>(base, m.w_row_stride, p);
     }
-    int64_t t = 0;
-    const BlockQ8_K* a[kPanelK4Toks];
-    for (; t + kPanelK4Toks <= nt; t += kPanelK4Toks) {
-      for (int k = 0; k < kPanelK4Toks; ++k)
-        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      accumulate_k4<kPanelK4Toks>(p, a, acc + t);
-    }
-    if (t + kPanelToks <= nt) {
-      for (int k = 0; k < kPanelToks; ++k)
-        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      accumulate_k4<kPanelToks>(p, a, acc + t);
-      t += kPanelToks;
-    }
-    for (; t < nt; ++t) {
-      a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
-      accumulate_k4<1>(p, a, acc + t);
-    }
+    token_passes<kPanelK4Toks, kPanelToks>(
+        m, t0, nt, ib, [&]<int N>(const BlockQ8_K* const* a, int64_t t) { accumulate_k4<N>(p, a, acc + t); });
   }
   for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
 }
@@ -67,7 +71,6 @@ template <class WB, bool kHasQh>
 void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
   const int64_t nb = m.n_in / kQK_K;
-  const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[2][kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
   PanelK4 p[2];
@@ -86,24 +89,9 @@ void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
     // pipes waiting on latency; 16 with 8 rows spilled, 1.4x slower). 1 thread, 3
     // alternations: Q4_K 1536x8960, 512 rows 26.4 -> 24.7 ms; MoE 2048x1408, 256 rows
     // 2.55 -> 2.43 ms, 48 rows 523 -> 512 us; 5 rows were in between.
-    int64_t t = 0;
-    constexpr int kX2 = 6;
-    const BlockQ8_K* a[kX2];
-    for (; t + kX2 <= nt; t += kX2) {
-      for (int k = 0; k < kX2; ++k)
-        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      accumulate_k4x2<kX2>(p, a, acc[0] + t, acc[1] + t);
-    }
-    if (t + kPanelToks <= nt) {
-      for (int k = 0; k < kPanelToks; ++k)
-        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      accumulate_k4x2<kPanelToks>(p, a, acc[0] + t, acc[1] + t);
-      t += kPanelToks;
-    }
-    for (; t < nt; ++t) {
-      a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
-      accumulate_k4x2<1>(p, a, acc[0] + t, acc[1] + t);
-    }
+    token_passes<6, kPanelToks>(m, t0, nt, ib, [&]<int N>(const BlockQ8_K* const* a, int64_t t) {
+      accumulate_k4x2<N>(p, a, acc[0] + t, acc[1] + t);
+    });
   }
   for (int r = 0; r < 2; ++r)
     for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0 + 16 * r, acc[r][t]);
@@ -139,7 +127,6 @@ void panel_k16(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   using WB = typename K::WB;
   const auto* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
   const __m512i vidx = row_offsets(m.w_row_stride);
-  const auto* act = static_cast<const uint8_t*>(m.act);
   __m512 acc[kPanelMaxTok];
   for (int64_t t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
   typename K::Panel p;
@@ -153,23 +140,8 @@ void panel_k16(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
       prefetch_rows(next, m.w_row_stride, sizeof(WB));
       K::unpack_rows(w0 + ib * sizeof(WB), m.w_row_stride, vidx, p);
     }
-    const BlockQ8_K* a[kPanelK4Toks];
-    int64_t t = 0;
-    for (; t + kPanelK4Toks <= nt; t += kPanelK4Toks) {
-      for (int k = 0; k < kPanelK4Toks; ++k)
-        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      K::template accumulate<kPanelK4Toks>(p, a, acc + t);
-    }
-    if (t + kPanelToks <= nt) {
-      for (int k = 0; k < kPanelToks; ++k)
-        a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-      K::template accumulate<kPanelToks>(p, a, acc + t);
-      t += kPanelToks;
-    }
-    for (; t < nt; ++t) {
-      a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
-      K::template accumulate<1>(p, a, acc + t);
-    }
+    token_passes<kPanelK4Toks, kPanelToks>(
+        m, t0, nt, ib, [&]<int N>(const BlockQ8_K* const* a, int64_t t) { K::template accumulate<N>(p, a, acc + t); });
   }
   for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(m.out + (t0 + t) * m.out_stride + r0, acc[t]);
 }

@@ -15,33 +15,11 @@ bool repack_supported(GgmlType t) {
 
 namespace {
 
-// Calls f(row_offset, packed_offset, n_bytes) for every piece of panels [p0, p1).
-template <class F>
-void for_each_piece(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, F&& f) {
-  const GgmlTypeTraits tr = ggml_type_traits(t);
-  // The fp16 d (and m) of the 32-block types, moved behind the quants.
-  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2
-                      : t == GgmlType::Q4_1 || t == GgmlType::Q5_1                       ? 4
-                                                                                         : 0;
-  const size_t bb = static_cast<size_t>(tr.type_size), nd = (bb - head) / 4, rest = (bb - head) % 4;
-  const int64_t nb = n_in / tr.block_size;
-  for (int64_t p = p0; p < p1; ++p) {
-    const size_t panel = static_cast<size_t>(p) * kPanelRows * row_stride;
-    for (int64_t ib = 0; ib < nb; ++ib) {
-      const size_t blk = panel + static_cast<size_t>(ib) * kPanelRows * bb;
-      for (int r = 0; r < kPanelRows; ++r) {
-        const size_t row = panel + static_cast<size_t>(r) * row_stride + static_cast<size_t>(ib) * bb;
-        for (size_t k = 0; k < nd; ++k) f(row + head + 4 * k, blk + 64 * k + 4 * static_cast<size_t>(r), size_t{4});
-        if (rest) f(row + head + 4 * nd, blk + 64 * nd + rest * static_cast<size_t>(r), rest);
-        if (head) f(row, blk + 64 * nd + head * static_cast<size_t>(r), head);
-      }
-    }
-  }
-}
-
 // Q6_K quants (repack.h): element e = 128 n + 32 qq + l of a GGUF block is the nibble
 // qq / 2 of ql[64 n + 32 (qq % 2) + l] with bits 2 qq..2 qq + 1 of qh[32 n + l] above it.
-constexpr size_t kQ6kQh = 128;
+// Its first 48 dwords (ql and qh) are re-encoded instead of moved.
+constexpr size_t kQ6kQh = 128, kQ6kQuantDwords = 48;
+static_assert(kQ6kQuantDwords * 4 == offsetof(BlockQ6_K, scales));
 
 void q6k_quants(const uint8_t* b, uint8_t* q) {  // q[256] <- the block's quants, 0..63
   for (int n = 0; n < 2; ++n)
@@ -71,53 +49,78 @@ constexpr size_t q6k_packed_byte(int j, int k, int i, int r) {
   return static_cast<size_t>(64 * (3 * j + k) + 4 * r + i);
 }
 
-// Calls f(row block, packed block) for every block of panels [p0, p1) of a Q6_K matrix.
-template <class F>
-void for_each_q6k_block(int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, F&& f) {
+// Row r's block `row` (GGUF layout) encoded into the packed block `blk`'s quant lines.
+void q6k_encode(const uint8_t* row, uint8_t* blk, int r) {
+  uint8_t q[kQK_K];
+  q6k_quants(row, q);
+  for (int j = 0; j < kQK_K / 16; ++j)
+    for (int k = 0; k < 3; ++k)
+      for (int i = 0; i < 4; ++i)
+        blk[q6k_packed_byte(j, k, i, r)] =
+            static_cast<uint8_t>(q[16 * j + 4 * k + i] | (q[16 * j + 12 + i] >> (2 * k) & 3) << 6);
+}
+
+// The inverse: row r's ql and qh from the packed block's quant lines.
+void q6k_decode(const uint8_t* blk, int r, uint8_t* row) {
+  uint8_t q[kQK_K];
+  for (int j = 0; j < kQK_K / 16; ++j)
+    for (int i = 0; i < 4; ++i) {
+      q[16 * j + 12 + i] = 0;
+      for (int k = 0; k < 3; ++k) {
+        const uint8_t b = blk[q6k_packed_byte(j, k, i, r)];
+        q[16 * j + 4 * k + i] = b & 0x3F;
+        q[16 * j + 12 + i] |= static_cast<uint8_t>((b >> 6) << (2 * k));
+      }
+    }
+  q6k_set_quants(q, row);
+}
+
+// For each row block of panels [p0, p1): piece(row_offset, packed_offset, n_bytes) for every
+// piece the layout moves, then block(row_offset, packed_offset, r) (r: the row in its panel).
+template <class Piece, class Block>
+void for_each_row_block(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0, int64_t p1, Piece&& piece,
+                        Block&& block) {
+  const GgmlTypeTraits tr = ggml_type_traits(t);
+  // The fp16 d (and m) of the 32-block types, moved behind the quants.
+  const size_t head = t == GgmlType::Q8_0 || t == GgmlType::Q5_0 || t == GgmlType::Q4_0 ? 2
+                      : t == GgmlType::Q4_1 || t == GgmlType::Q5_1                      ? 4
+                                                                                        : 0;
+  const size_t bb = static_cast<size_t>(tr.type_size), nd = (bb - head) / 4, rest = (bb - head) % 4;
+  const size_t k0 = t == GgmlType::Q6_K ? kQ6kQuantDwords : 0;  // dwords re-encoded by `block`
+  const int64_t nb = n_in / tr.block_size;
   for (int64_t p = p0; p < p1; ++p) {
     const size_t panel = static_cast<size_t>(p) * kPanelRows * row_stride;
-    for (int64_t ib = 0; ib < n_in / kQK_K; ++ib)
-      for (int r = 0; r < kPanelRows; ++r)
-        f(panel + static_cast<size_t>(r) * row_stride + static_cast<size_t>(ib) * sizeof(BlockQ6_K),
-          panel + static_cast<size_t>(ib) * kPanelRows * sizeof(BlockQ6_K), r);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const size_t blk = panel + static_cast<size_t>(ib) * kPanelRows * bb;
+      for (int r = 0; r < kPanelRows; ++r) {
+        const size_t row = panel + static_cast<size_t>(r) * row_stride + static_cast<size_t>(ib) * bb;
+        for (size_t k = k0; k < nd; ++k)
+          piece(row + head + 4 * k, blk + 64 * k + 4 * static_cast<size_t>(r), size_t{4});
+        if (rest) piece(row + head + 4 * nd, blk + 64 * nd + rest * static_cast<size_t>(r), rest);
+        if (head) piece(row, blk + 64 * nd + head * static_cast<size_t>(r), head);
+        block(row, blk, r);
+      }
+    }
   }
 }
 
 }  // namespace
 
 void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0, int64_t p1) {
-  for_each_piece(t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(dst + po, src + ro, n); });
-  if (t != GgmlType::Q6_K) return;
-  // The quant lines (ql and qh, dwords 0-47) re-encoded; scales and d stay where the
-  // permutation put them.
-  for_each_q6k_block(n_in, row_stride, p0, p1, [&](size_t row, size_t blk, int r) {
-    uint8_t q[kQK_K];
-    q6k_quants(src + row, q);
-    for (int j = 0; j < kQK_K / 16; ++j)
-      for (int k = 0; k < 3; ++k)
-        for (int i = 0; i < 4; ++i)
-          dst[blk + q6k_packed_byte(j, k, i, r)] =
-              static_cast<uint8_t>(q[16 * j + 4 * k + i] | (q[16 * j + 12 + i] >> (2 * k) & 3) << 6);
-  });
+  for_each_row_block(
+      t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(dst + po, src + ro, n); },
+      [&](size_t ro, size_t po, int r) {
+        if (t == GgmlType::Q6_K) q6k_encode(src + ro, dst + po, r);
+      });
 }
 
 void unpack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* packed, uint8_t* rows, int64_t p0,
                    int64_t p1) {
-  for_each_piece(t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(rows + ro, packed + po, n); });
-  if (t != GgmlType::Q6_K) return;
-  for_each_q6k_block(n_in, row_stride, p0, p1, [&](size_t row, size_t blk, int r) {
-    uint8_t q[kQK_K];
-    for (int j = 0; j < kQK_K / 16; ++j)
-      for (int i = 0; i < 4; ++i) {
-        q[16 * j + 12 + i] = 0;
-        for (int k = 0; k < 3; ++k) {
-          const uint8_t b = packed[blk + q6k_packed_byte(j, k, i, r)];
-          q[16 * j + 4 * k + i] = b & 0x3F;
-          q[16 * j + 12 + i] |= static_cast<uint8_t>((b >> 6) << (2 * k));
-        }
-      }
-    q6k_set_quants(q, rows + row);
-  });
+  for_each_row_block(
+      t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(rows + ro, packed + po, n); },
+      [&](size_t ro, size_t po, int r) {
+        if (t == GgmlType::Q6_K) q6k_decode(packed + po, r, rows + ro);
+      });
 }
 
 }  // namespace ds
