@@ -3,6 +3,7 @@
 # prompt length (issue 7: "within 10% of the pp rate").
 #   scripts/bench_ttft.sh [MODEL.gguf] [extra ds-server flags...]
 # Env: PROMPT (prompt tokens, default 2000), REPEATS (default 3), THREADS (default 2),
+# KV_TYPE (the KV cache type of both the engine's runs and the server, default f16),
 # BUILD_DIR (default build).
 # 1. `ds-cli bench -p PROMPT -n 1 --batch 0` gives the engine's prefill rate for one step of
 #    PROMPT tokens, and for a 512-token step (the usual pp512 figure).
@@ -20,10 +21,12 @@ shift || true
 prompt=${PROMPT:-2000}
 repeats=${REPEATS:-3}
 threads=${THREADS:-2}
+kv_type=${KV_TYPE:-f16}
 cli="$build/src/ds-cli"
 
 pp_json() {
-  "$cli" bench --model "$model" -p "$1" -n 1 -t "$threads" --batch 0 --repeats "$repeats" --no-limits --json |
+  "$cli" bench --model "$model" -p "$1" -n 1 -t "$threads" --batch 0 --repeats "$repeats" --kv-type "$kv_type" \
+    --no-limits --json |
     grep '^{' | tail -1
 }
 # The engine's rates are read before and after the server's runs (the server sits idle
@@ -33,7 +36,7 @@ pp_long=$(pp_json "$prompt")
 pp_512=$(pp_json 512)
 
 log=$(mktemp /tmp/ds-ttft.XXXXXX.log)
-start_server "$log" --model "$model" --threads "$threads" --ctx-size $((prompt + 64)) "$@"
+start_server "$log" --model "$model" --threads "$threads" --ctx-size $((prompt + 64)) --kv-type "$kv_type" "$@"
 
 ttft_json=$(python3 - "$port" "$prompt" "$repeats" <<'PY'
 import json, random, statistics, sys, time, urllib.request

@@ -16,6 +16,7 @@ struct Vec8 {
   using T = __m256;
   static constexpr int kWidth = 8;
   static constexpr int kRegs = 16;
+  static constexpr bool kBf16Dot = false;  // no bf16 dot products: BF16 caches multiply in float
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float f) { return _mm256_set1_ps(f); }
   static T load(const float* p) { return _mm256_loadu_ps(p); }

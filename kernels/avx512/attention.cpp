@@ -14,6 +14,7 @@ struct Vec16 {
   using T = __m512;
   static constexpr int kWidth = 16;
   static constexpr int kRegs = 32;
+  static constexpr bool kBf16Dot = false;  // Vec16Bf16 below
   static T zero() { return _mm512_setzero_ps(); }
   static T set1(float f) { return _mm512_set1_ps(f); }
   static T load(const float* p) { return _mm512_loadu_ps(p); }
@@ -40,6 +41,42 @@ struct Vec16 {
     if constexpr (KT == GgmlType::F16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
+};
+
+// Vec16 with AVX512_BF16's dot products for BF16 caches (attention_bf16.h): vectors of
+// 32 bf16 held as 16 dwords, each a pair (element 2i in bits 0-15, 2i + 1 in bits 16-31).
+// The two AVX512_BF16 instructions are inline assembly, as in matmul.cpp: this file is
+// compiled without -mavx512bf16 and only the table of a CPU with the extension
+// (table.cpp) calls flash_attn_bf16.
+struct Vec16Bf16 : Vec16 {
+  static constexpr bool kBf16Dot = true;
+  // acc + a.lo * b.lo + a.hi * b.hi per lane (vdpbf16ps: products exact, f32 sums).
+  static T dot2(T acc, T a, T b) {
+    asm("vdpbf16ps %[b], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [b] "v"(b));
+    return acc;
+  }
+  // The 32 floats lo, hi rounded to bf16 (nearest even, vcvtne2ps2bf16): dword i =
+  // (x[2i], x[2i + 1]).
+  static T pack_bf16(T lo, T hi) {
+    T r;
+    asm("vcvtne2ps2bf16 %[lo], %[hi], %[r]" : [r] "=v"(r) : [hi] "v"(hi), [lo] "v"(lo));
+    return r;
+  }
+  // Dwords [i, i + 16) of p, those at n or past it zero.
+  static T load_bits(const uint8_t* p, int i, int n) {
+    return _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(tail_mask(i, n), p + 4 * i));
+  }
+  // Elements [i, i + 16) of two bf16 rows as pairs (r0[c], r1[c]); elements at n or past it,
+  // and every r1 element when r1 is null, zero.
+  static T pair_rows(const uint8_t* r0, const uint8_t* r1, int i, int n) {
+    const __mmask16 m = tail_mask(i, n);
+    const __m512i a = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0 + 2 * i));
+    if (!r1) return _mm512_castsi512_ps(a);
+    const __m512i b = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1 + 2 * i));
+    return _mm512_castsi512_ps(_mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+  }
+  // The pairs with their second element zeroed.
+  static T keep_first(T v) { return _mm512_castsi512_ps(_mm512_maskz_mov_epi16(0x55555555u, _mm512_castps_si512(v))); }
 };
 
 // Lane k = the sum of the 16 lanes of a[k], by one tree for every lane whatever the other
@@ -129,6 +166,9 @@ void Vec16::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {
 }  // namespace
 
 void flash_attn(const AttnArgs& a) { simd::flash_attn<Vec16>(a); }
+void flash_attn_bf16(const AttnArgs& a) {
+  simd::flash_attn<Vec16Bf16>(a);
+}
 void mla_attn(const MlaArgs& a) { simd::mla_attn<Vec16>(a); }
 
 }  // namespace ds::avx512

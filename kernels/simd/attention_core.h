@@ -61,6 +61,7 @@ struct AttnMember {
 
 struct AttnJob {
   int n_m = 0;
+  bool pairs = false;  // bf16 dot products over a BF16 cache (attention_bf16.h)
   AttnMember mem[kAttnMaxGroup];
   int d_a = 0, d_b = 0, d_v = 0;
   float scale = 1.0f;
@@ -229,7 +230,10 @@ template <class V, class Load>
 
 // p[m][j0 + j] = scale * (q[m] . column j0 + j of kT) for NM members and the NK key vectors
 // from j0: one fma chain per lane over d in order.
-template <class V, int NM, int NK>
+//
+// kPairs (attention_bf16.h): q and kT hold bf16 pairs in 32-bit elements and kw counts
+// pairs; each step is one bf16 dot product of a pair of q with a pair of K.
+template <class V, int NM, int NK, bool kPairs = false>
 [[gnu::always_inline]] inline void score_keys(const float* const* q, const float* kT, int ldT, int kw, int j0,
                                               float scale, float* const* p) {
   constexpr int W = V::kWidth;
@@ -247,7 +251,12 @@ template <class V, int NM, int NK>
     for (int m = 0; m < NM; ++m) {
       const typename V::T qm = V::set1(q[m][d]);
 #pragma GCC unroll 4
-      for (int k = 0; k < NK; ++k) acc[m][k] = V::fmadd(qm, kv[k], acc[m][k]);
+      for (int k = 0; k < NK; ++k) {
+        if constexpr (kPairs)
+          acc[m][k] = V::dot2(acc[m][k], qm, kv[k]);
+        else
+          acc[m][k] = V::fmadd(qm, kv[k], acc[m][k]);
+      }
     }
   }
   const typename V::T vs = V::set1(scale);
@@ -258,28 +267,31 @@ template <class V, int NM, int NK>
 }
 
 // Scores of NM members over all ldT columns of kT: kKeyVecs key vectors per block, then one.
-template <class V, int NM>
+template <class V, int NM, bool kPairs>
 [[gnu::noinline]] void score_members_t(const float* const* q, const float* kT, int ldT, int kw, float scale,
                                        float* const* p) {
   constexpr int W = V::kWidth;
   int j0 = 0;
-  for (; j0 + kKeyVecs * W <= ldT; j0 += kKeyVecs * W) score_keys<V, NM, kKeyVecs>(q, kT, ldT, kw, j0, scale, p);
-  for (; j0 < ldT; j0 += W) score_keys<V, NM, 1>(q, kT, ldT, kw, j0, scale, p);
+  for (; j0 + kKeyVecs * W <= ldT; j0 += kKeyVecs * W)
+    score_keys<V, NM, kKeyVecs, kPairs>(q, kT, ldT, kw, j0, scale, p);
+  for (; j0 < ldT; j0 += W) score_keys<V, NM, 1, kPairs>(q, kT, ldT, kw, j0, scale, p);
 }
 
 // Scores of the members q[0..n) (their rows of p: p[0..n)) over the ldT columns of kT.
-template <class V>
+template <class V, bool kPairs>
 void scores_t(const float* const* q, int n, const float* kT, int ldT, int kw, float scale, float* const* p) {
-  member_passes<kKeyMembers<V>>(n, [&]<int G>(int g) { score_members_t<V, G>(q + g, kT, ldT, kw, scale, p + g); });
+  member_passes<kKeyMembers<V>>(n,
+                                [&]<int G>(int g) { score_members_t<V, G, kPairs>(q + g, kT, ldT, kw, scale, p + g); });
 }
 
 // Keys-in-lanes scores of the members q[0..n) (their rows of p: p[0..n)) over a tile's nt
 // rows, row r's vector at d being load(r, d): chunks of kScoreChunk rows are transposed into
 // kT (16 KB for rows of 128) and scored in turn, so a 64-row tile's scores work within L1
 // beside its V rows. Rows pf[0..n_pf) (pf_bytes each) are prefetched over the
-// transpositions when pf is not null.
+// transpositions when pf is not null. kPairs: as score_keys (kw counts pairs, load returns
+// pairs).
 constexpr int kScoreChunk = 32;
-template <class V, class Load>
+template <class V, bool kPairs = false, class Load>
 void scores_by_chunks(Load load, int nt, int kw, const float* const* q, int n, float scale, float* const* p, float* kT,
                       const uint8_t* const* pf, int n_pf, size_t pf_bytes) {
   float* pc[kAttnMaxGroup];
@@ -289,7 +301,7 @@ void scores_by_chunks(Load load, int nt, int kw, const float* const* q, int n, f
     transpose_tile<V>([&](int r, int d) { return load(c0 + std::min(r, rows - 1), d); }, ldT, kw, kT,
                       pf ? pf + pf0 : nullptr, pf1 - pf0, pf_bytes);
     for (int m = 0; m < n; ++m) pc[m] = p[m] + c0;
-    scores_t<V>(q, n, kT, ldT, kw, scale, pc);
+    scores_t<V, kPairs>(q, n, kT, ldT, kw, scale, pc);
   }
 }
 
@@ -368,21 +380,37 @@ template <class V, int NM>
     for (int m = 0; m < NM; ++m) accumulate_v<V>(acc[m], corr[m], first, p[m], v, ld, nt, d, c0);
 }
 
-// Online softmax step of one member over one tile: p[0..nt) becomes exp(p - m_new); the
-// running max m and denominator l are updated; returns the correction exp(m_old - m_new).
+// The largest of p[0..nt).
 template <class V>
-float softmax_tile(float* p, int nt, float& m, float& l) {
+float tile_max(const float* p, int nt) {
   typename V::T vmax = V::set1(-INFINITY);
   int j = 0;
   for (; j + V::kWidth <= nt; j += V::kWidth) vmax = V::max(V::load(p + j), vmax);
-  float tile_max = V::reduce_max(vmax);
-  for (; j < nt; ++j) tile_max = std::max(tile_max, p[j]);
-  const float m_new = std::max(m, tile_max);
-  const float corr = std::exp(m - m_new);  // 0 on the first tile
+  float mx = V::reduce_max(vmax);
+  for (; j < nt; ++j) mx = std::max(mx, p[j]);
+  return mx;
+}
+
+// exp(p[j..) - m) for the lanes below nt, zero above: whole vectors take plain loads (the
+// scores were stored whole), only a row's last partial vector a masked one.
+template <class V>
+[[gnu::always_inline]] inline typename V::T softmax_exp(const float* p, int j, int nt, typename V::T m) {
+  if (j + V::kWidth <= nt) return V::exp(V::sub(V::load(p + j), m));
+  return V::zero_tail(V::exp(V::sub(V::load_tail(p, j, nt), m)), j, nt);
+}
+
+// Online softmax step of one member over one tile: p[0..nt) becomes exp(p - m_new); the
+// running max m and denominator l are updated; returns the correction exp(m_old - m_new),
+// exactly 1 when the maximum did not move.
+template <class V>
+float softmax_tile(float* p, int nt, float& m, float& l) {
+  const float m_new = std::max(m, tile_max<V>(p, nt));
+  const float corr = m_new == m ? 1.0f : std::exp(m - m_new);  // 0 on the first tile
   m = m_new;
+  const typename V::T vm = V::set1(m_new);
   typename V::T sum = V::zero();
   for (int j = 0; j < nt; j += V::kWidth) {
-    const typename V::T e = V::zero_tail(V::exp(V::sub(V::load_tail(p, j, nt), V::set1(m_new))), j, nt);
+    const typename V::T e = softmax_exp<V>(p, j, nt, vm);
     V::store_tail(p, j, nt, e);
     sum = V::add(sum, e);
   }

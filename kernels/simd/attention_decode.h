@@ -203,9 +203,10 @@ bool attend_direct_members(const AttnJob& job, std::integer_sequence<int, I...>)
 // Runs the job through attend_direct when it qualifies: one n_kv for all members (one
 // query), at most kDirectMaxGqa GQA or kDirectMaxMembers MLA members, K and V of one float
 // type, widths in whole vectors and V rows in whole accumulation blocks. Returns false
-// otherwise (Q8_0 caches, prefill jobs, wider GQA groups take attend()).
+// otherwise (Q8_0 caches, prefill jobs, wider GQA groups and bf16 pairs jobs take attend()).
 template <class V>
 bool try_attend_direct(const AttnJob& job) {
+  if (job.pairs) return false;  // attend()'s pairs path serves decode too (attention_bf16.h)
   if (job.n_m > (job.v ? kDirectMaxGqa : kDirectMaxMembers) || (job.v && job.k->type != job.v->type)) return false;
   if (job.d_a % V::kWidth != 0 || job.d_b % V::kWidth != 0 || job.d_v % (4 * V::kWidth) != 0) return false;
   for (int i = 1; i < job.n_m; ++i)

@@ -1,8 +1,8 @@
 // GEMV (1 activation row) and GEMM (64 rows) per weight block type, shape and ISA, on 1 and
 // 2 threads (rows split evenly, as the engine does). Counters: GB/s of weight bytes read
 // and GOPS (2 * n_in * n_out * n_tok per second). Activation quantization is not timed.
-// ATTN/...: attention decode and prefill over a paged f16 cache (GFLOPS, and GB/s of cache
-// rows); the /cold variants run a decode step over every layer's cache in turn.
+// ATTN/...: attention decode and prefill over a paged f16 cache, GQA also over bf16 (GFLOPS,
+// and GB/s of cache rows); the /cold variants run a decode step over every layer's cache in turn.
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
 
@@ -103,7 +103,7 @@ void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in
   bench_matmul_on(state, ds::kernel_table(isa), t, n_in, n_out, n_tok, n_threads, onednn, copies, false);
 }
 
-// Attention over a paged F16 cache of 16-token pages: decode (n_q = 1 at position ctx - 1)
+// Attention over a paged cache (F16, or kv_type) of 16-token pages: decode (n_q = 1 at position ctx - 1)
 // or a prefill chunk (the last n_q positions of ctx), cut into calls as the models' work
 // items are (ForwardCtx::for_each_attention_item): blocks of 16 queries, all heads per call,
 // or the heads in `splits` calls (a one-sequence decode step on `splits` threads).
@@ -121,8 +121,8 @@ struct AttnLayer {
 // Queries per call, as the engine's attention items.
 constexpr int64_t kQueryBlock = ds::ForwardCtx::kAttnQueryBlock;
 
-void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers,
-                     int splits) {
+void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx, int64_t n_q, int layers, int splits,
+                     GgmlType kv_type) {
   const ds::KernelTable* kt = ds::kernel_table(isa);
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
@@ -140,7 +140,7 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
     const size_t bytes = (row * static_cast<size_t>((ctx + block - 1) / block * block) + kHuge - 1) / kHuge * kHuge;
     l.pages.reset(static_cast<uint8_t*>(std::aligned_alloc(kHuge, bytes)));
     (void)madvise(l.pages.get(), bytes, MADV_HUGEPAGE);
-    for (int64_t j = 0; j < ctx; ++j) kt->store_kv(GgmlType::F16, x.data(), l.pages.get() + j * row, width);
+    for (int64_t j = 0; j < ctx; ++j) kt->store_kv(kv_type, x.data(), l.pages.get() + j * row, width);
     for (int64_t b = 0; b * block < ctx; ++b) l.blocks.push_back(l.pages.get() + b * block * row);
   }
   const auto q = ds::test::random_floats(rng, n_q * n_head * d_q);
@@ -149,8 +149,12 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   for (int64_t i = ctx - n_q; i < ctx; ++i) pos.push_back(static_cast<int32_t>(i));
   // Queries [q0, q0 + n), heads [hb, he), over one layer's cache.
   auto run = [&](const AttnLayer& l, int64_t q0, int64_t n, int hb, int he) {
-    const ds::KvView kv{.type = GgmlType::F16, .blocks = l.blocks.data(), .block_size = block, .row_stride = row,
-                        .head_offset = mla ? 0u : 256u, .elem_offset = 0};
+    const ds::KvView kv{.type = kv_type,
+                        .blocks = l.blocks.data(),
+                        .block_size = block,
+                        .row_stride = row,
+                        .head_offset = mla ? 0u : 256u,
+                        .elem_offset = 0};
     if (mla) {
       const float* qq = q.data() + q0 * n_head * 576;
       kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = qq,
@@ -189,27 +193,42 @@ void register_all() {
       for (int64_t ctx : {512, 4096, 16384}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
                                  std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1, 1)
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1, 1, GgmlType::F16)
             ->Unit(benchmark::kMicrosecond);
         // The heads in two calls, as a one-sequence decode step on 2 threads runs them.
-        benchmark::RegisterBenchmark((name + "/split:2").c_str(), bench_attention, isa, mla, ctx, 1, 1, 2)
+        benchmark::RegisterBenchmark((name + "/split:2").c_str(), bench_attention, isa, mla, ctx, 1, 1, 2,
+                                     GgmlType::F16)
             ->Unit(benchmark::kMicrosecond);
         // Decode steps over every layer's cache (28 layers of the 1.5B shape, 16 of MLA's
         // wider rows): each layer's cache comes from memory.
         if (ctx >= 4096)
           for (int splits : {1, 2})
             benchmark::RegisterBenchmark((name + "/cold" + (splits > 1 ? "/split:2" : "")).c_str(), bench_attention,
-                                         isa, mla, ctx, 1, mla ? 16 : 28, splits)
+                                         isa, mla, ctx, 1, mla ? 16 : 28, splits, GgmlType::F16)
                 ->Unit(benchmark::kMicrosecond);
       }
+  // GQA over a BF16 cache (bf16 dot products where the table has them, attn_bf16_dot).
+  for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
+    for (int64_t ctx : {4096, 16384}) {
+      const std::string name = std::string("ATTN/") + ds::isa_name(isa) + "/gqa/bf16/ctx:" + std::to_string(ctx);
+      benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, false, ctx, 1, 1, 1, GgmlType::BF16)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((name + "/cold").c_str(), bench_attention, isa, false, ctx, 1, 28, 1, GgmlType::BF16)
+          ->Unit(benchmark::kMicrosecond);
+    }
   // Prefill: a 512-token chunk over its own causal context, and the second chunk of 1024.
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
     for (bool mla : {true, false})
       for (int64_t ctx : {512, 1024}) {
         const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
                                  "/f16/prefill:512/ctx:" + std::to_string(ctx);
-        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1, 1)
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1, 1, GgmlType::F16)
             ->Unit(benchmark::kMillisecond);
+        if (!mla)
+          benchmark::RegisterBenchmark(
+              (std::string("ATTN/") + ds::isa_name(isa) + "/gqa/bf16/prefill:512/ctx:" + std::to_string(ctx)).c_str(),
+              bench_attention, isa, false, ctx, 512, 1, 1, GgmlType::BF16)
+              ->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,

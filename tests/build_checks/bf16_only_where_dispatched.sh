@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The AVX-512 kernels run on CPUs without AVX512_BF16 (Ice Lake, Cascade Lake), so its
 # instructions may appear only in the code the table uses when CPUID reports the extension:
-# the tiles instantiated for DotBF16 (kernels/avx512/matmul.cpp). Anything else would be
-# SIGILL on those CPUs. usage: SCRIPT OBJECT_DIR
+# the tiles instantiated for DotBF16 (kernels/avx512/matmul.cpp) and the attention
+# instantiated for Vec16Bf16 (kernels/avx512/attention.cpp, flash_attn_bf16). Anything else
+# would be SIGILL on those CPUs. usage: SCRIPT OBJECT_DIR
 set -euo pipefail
 dir=$1
 objs=$(find "$dir" \( -path '*/avx512/*' -o -path '*/amx/*' \) -name '*.o')
@@ -11,10 +12,11 @@ users=$(for f in $objs; do
   objdump -d --no-show-raw-insn "$f" | awk '/^[0-9a-f]+ <.*>:$/ {fn = $2} /vdpbf16ps|vcvtne2?ps2bf16/ {print fn}'
 done | sort -u | c++filt)
 [ -n "$users" ] || { echo "no AVX512_BF16 instruction found: the BF16 tile is gone or renamed"; exit 1; }
-bad=$(echo "$users" | grep -v 'FloatTile<ds::avx512::(anonymous namespace)::DotBF16>' || true)
+bad=$(echo "$users" | grep -v -e 'FloatTile<ds::avx512::(anonymous namespace)::DotBF16>' \
+  -e '<ds::avx512::(anonymous namespace)::Vec16Bf16[,>]' || true)
 if [ -n "$bad" ]; then
-  echo "AVX512_BF16 instructions outside the DotBF16 tiles:"
+  echo "AVX512_BF16 instructions outside the DotBF16 tiles and the Vec16Bf16 attention:"
   echo "$bad" | head -20
   exit 1
 fi
-echo "ok: AVX512_BF16 instructions only in $(echo "$users" | wc -l) DotBF16 functions"
+echo "ok: AVX512_BF16 instructions only in $(echo "$users" | wc -l) DotBF16 / Vec16Bf16 functions"

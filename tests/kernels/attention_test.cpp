@@ -5,6 +5,8 @@
 // Prefill chunks (issue 7: several queries share each converted KV tile): chunks of 3 to 37
 // queries, scattered and repeated positions, row tails, and bitwise independence of a
 // query's output from the other queries and heads of its call [BATCH_INVARIANT].
+// Tables with attn_bf16_dot round q and the softmax weights to bf16 over a BF16 cache (GQA):
+// there the naive side rounds q too, and the weights' rounding is allowed its bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,6 +83,80 @@ double rel_err(const float* got, const std::vector<double>& want) {
   return num / den;
 }
 
+// Whether this table's flash attention over a cache of type t rounds q and the softmax
+// weights to bf16 (KernelTable::attn_bf16_dot).
+bool rounds_to_bf16(const KernelTable& kt, GgmlType t, bool mla, int d_k) {
+  return kt.attn_bf16_dot && t == GgmlType::BF16 && !mla && d_k % 2 == 0;
+}
+
+// x rounded to bf16, nearest even (finite x), written here rather than taken from the code
+// under test.
+double bf16_round(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+// The naive side of a table that rounds to bf16 (rounds_to_bf16): q was rounded before the
+// scores; the softmax weights are rounded as the kernel rounds them, relative to the
+// running maximum of its tiles of kBf16Tile rows, the denominator summing them unrounded.
+// The kernel's scores and exponentials are f32, so a weight within kNearMidpoint
+// (relative) of a bf16 rounding midpoint may round the other way there: `slack` sums what
+// each such weight could move the output (one bf16 unit of it times its |v|), and nothing
+// else is allowed beyond the usual relative tolerance.
+constexpr int kBf16Tile = 64;  // tile_rows() for these tests' GQA shapes
+constexpr double kNearMidpoint = 1e-5;
+struct Bf16Naive {
+  std::vector<double> out;
+  double slack = 0.0;
+};
+Bf16Naive naive_attend_bf16(const std::vector<double>& scores, const std::vector<std::vector<double>>& values) {
+  const size_t n = scores.size(), d = values[0].size();
+  const double m_final = *std::max_element(scores.begin(), scores.end());
+  double den = 0.0;
+  for (double sc : scores) den += std::exp(sc - m_final);
+  Bf16Naive r;
+  r.out.assign(d, 0.0);
+  double m = -INFINITY;
+  for (size_t t0 = 0; t0 < n; t0 += kBf16Tile) {
+    const size_t t1 = std::min(n, t0 + kBf16Tile);
+    for (size_t j = t0; j < t1; ++j) m = std::max(m, scores[j]);
+    const double to_final = std::exp(m - m_final);
+    for (size_t j = t0; j < t1; ++j) {
+      const double e = std::exp(scores[j] - m);
+      const double w = bf16_round(static_cast<float>(e));
+      const double unit = std::ldexp(1.0, std::ilogb(e) - 7);     // bf16 spacing at e
+      const double mid = std::floor(e / unit) * unit + unit / 2;  // the midpoint e lies nearest
+      double vmax = 0.0;
+      for (size_t i = 0; i < d; ++i) {
+        r.out[i] += w * to_final * values[j][i] / den;
+        vmax = std::max(vmax, std::fabs(values[j][i]));
+      }
+      if (std::fabs(e - mid) <= kNearMidpoint * e) r.slack += unit * to_final * vmax / den;
+    }
+  }
+  return r;
+}
+
+// rel_err with `slack` of the largest difference allowed first.
+double attn_err(const float* got, const std::vector<double>& want, double slack) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num = std::max(num, std::fabs(got[i] - want[i]));
+    den = std::max(den, std::fabs(want[i]));
+  }
+  return std::max(0.0, num - slack) / den;
+}
+
+// naive_attend, or naive_attend_bf16 when the table rounds to bf16.
+Bf16Naive naive_for(const std::vector<double>& scores, const std::vector<std::vector<double>>& values, bool b16) {
+  if (b16) return naive_attend_bf16(scores, values);
+  return {naive_attend(scores, values), 0.0};
+}
+
 std::vector<int32_t> query_positions(int64_t ctx, int64_t n_q) {
   std::vector<int32_t> pos;
   for (int64_t i = std::max<int64_t>(0, ctx - n_q); i < ctx; ++i) pos.push_back(static_cast<int32_t>(i));
@@ -119,16 +195,21 @@ TEST(Attention, FlashAttnEqualsNaiveSoftmax) {
                 continue;
               }
               const int kh = ih / group;
+              const bool b16 = rounds_to_bf16(*kt, t, false, d_k);
               std::vector<double> scores;
               std::vector<std::vector<double>> values;
               for (int64_t j = 0; j <= pos[static_cast<size_t>(it)]; ++j) {
                 const auto k = kv.read(j, kh * d_k, d_k);
                 double s = 0.0;
-                for (int i = 0; i < d_k; ++i) s += q[static_cast<size_t>((it * n_head + ih) * d_k + i)] * k[i];
+                for (int i = 0; i < d_k; ++i) {
+                  const float qi = q[static_cast<size_t>((it * n_head + ih) * d_k + i)];
+                  s += (b16 ? bf16_round(qi) : qi) * k[i];
+                }
                 scores.push_back(s * scale);
                 values.push_back(kv.read(j, n_head_kv * d_k + kh * d_v, d_v));
               }
-              const double err = rel_err(o, naive_attend(scores, values));
+              const Bf16Naive want = naive_for(scores, values, b16);
+              const double err = attn_err(o, want.out, want.slack);
               ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx
                                           << " q=" << it << " head=" << ih;
             }
@@ -232,8 +313,10 @@ struct Problem {
     }
   }
 
-  // Naive attention of query it, head ih over the cache as doubles.
-  std::vector<double> naive(const std::vector<double>& cache, int64_t it, int ih) const {
+  // Naive attention of query it, head ih over the cache as doubles (naive_for: b16 when the
+  // table rounds to bf16).
+  using Naive = Bf16Naive;
+  Naive naive(const std::vector<double>& cache, int64_t it, int ih, bool b16) const {
     const int64_t width = kv->width;
     const int kh = mla ? 0 : ih / (n_head / n_head_kv);
     const int64_t k_off = mla ? 0 : kh * d_k, v_off = mla ? 0 : n_head_kv * d_k + kh * d_v;
@@ -243,11 +326,17 @@ struct Problem {
     for (int64_t j = 0; j <= pos[static_cast<size_t>(it)]; ++j) {
       const double* row = cache.data() + j * width;
       double s = 0.0;
-      for (int i = 0; i < d_k; ++i) s += qh[i] * row[k_off + i];
+      for (int i = 0; i < d_k; ++i) s += (b16 ? bf16_round(qh[i]) : qh[i]) * row[k_off + i];
       scores.push_back(s * scale);
       values.emplace_back(row + v_off, row + v_off + d_v);
     }
-    return naive_attend(scores, values);
+    return naive_for(scores, values, b16);
+  }
+  bool rounds(const KernelTable& kt) const { return rounds_to_bf16(kt, type, mla, d_k); }
+  // attn_err of out (query it, head ih) against naive() as kt computes it.
+  double err(const KernelTable& kt, const std::vector<double>& cache, const float* out, int64_t it, int ih) const {
+    const Naive n = naive(cache, it, ih, rounds(kt));
+    return attn_err(out, n.out, n.slack);
   }
 };
 
@@ -258,16 +347,19 @@ std::vector<int32_t> chunk_positions(int64_t ctx, int64_t n) { return query_posi
 // queries and heads.
 void expect_naive(const Problem& p, int64_t ctx) {
   const auto cache = cache_doubles(*p.kv, ctx);
-  std::vector<std::vector<double>> want;
-  for (int64_t it = 0; it < p.n_q(); ++it)
-    for (int ih = 0; ih < p.n_head; ++ih) want.push_back(p.naive(cache, it, ih));
+  std::vector<Problem::Naive> want[2];  // [q rounded to bf16], computed when a table needs it
   for (const KernelTable* kt : available_tables()) {
+    const bool b16 = p.rounds(*kt);
+    if (want[b16].empty())
+      for (int64_t it = 0; it < p.n_q(); ++it)
+        for (int ih = 0; ih < p.n_head; ++ih) want[b16].push_back(p.naive(cache, it, ih, b16));
     std::vector<float> out(static_cast<size_t>(p.out_size()), NAN);
     p.run(*kt, 0, p.n_q(), 0, p.n_head, out.data());
     for (int64_t it = 0; it < p.n_q(); ++it)
       for (int ih = 0; ih < p.n_head; ++ih) {
         const size_t i = static_cast<size_t>(it * p.n_head + ih);
-        const double err = rel_err(out.data() + i * static_cast<size_t>(p.d_v), want[i]);
+        const Problem::Naive& w = want[b16][i];
+        const double err = attn_err(out.data() + i * static_cast<size_t>(p.d_v), w.out, w.slack);
         ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << (p.mla ? " mla " : " flash ") << ggml_type_name(p.type)
                                     << " ctx=" << ctx << " n_q=" << p.n_q() << " q=" << it << " pos="
                                     << p.pos[static_cast<size_t>(it)] << " head=" << ih;
@@ -331,7 +423,7 @@ TEST(Attention, DecodeEqualsNaiveSoftmaxAndPrefillBitwise) {
             for (int64_t it = 0; it < p.n_q(); ++it)
               for (int ih = 0; ih < p.n_head; ++ih) {
                 const size_t i = static_cast<size_t>(it * p.n_head + ih);
-                ASSERT_LE(rel_err(steps.data() + i * static_cast<size_t>(p.d_v), p.naive(cache, it, ih)), kAttnRelTol)
+                ASSERT_LE(p.err(*kt, cache, steps.data() + i * static_cast<size_t>(p.d_v), it, ih), kAttnRelTol)
                     << what << " q=" << it << " head=" << ih;
               }
             EXPECT_EQ(0, std::memcmp(chunk.data(), steps.data(), n * 4)) << what;

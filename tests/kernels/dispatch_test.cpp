@@ -29,7 +29,8 @@ TEST(Dispatch, TablesAreConsistent) {
 }
 
 // CPUs with AVX-512 VNNI but without AVX512_BF16 (Ice Lake, Cascade Lake) get the AVX-512
-// table with only the BF16 products swapped; the kernel tests run it against the reference.
+// table with only the BF16 products (weights, and attention over a BF16 cache) swapped; the
+// kernel tests run it against the reference.
 TEST(Dispatch, TableWithoutBf16SwapsOnlyTheProducts) {
   const KernelTable* full = kernel_table(Isa::kAvx512);
   const KernelTable* no_bf16 = kernel_table_without_bf16();
@@ -38,7 +39,9 @@ TEST(Dispatch, TableWithoutBf16SwapsOnlyTheProducts) {
   EXPECT_EQ(no_bf16->isa, Isa::kAvx512);
   EXPECT_NE(no_bf16->matmul, kernel_table(Isa::kRef)->matmul);
   EXPECT_EQ(no_bf16->quantize_act, full->quantize_act);
-  EXPECT_EQ(no_bf16->flash_attn, full->flash_attn);
+  EXPECT_FALSE(no_bf16->attn_bf16_dot);
+  EXPECT_EQ(no_bf16->flash_attn != full->flash_attn, full->attn_bf16_dot);
+  EXPECT_EQ(no_bf16->matmul != full->matmul, full->attn_bf16_dot);  // both follow CPUID's AVX512_BF16
   EXPECT_EQ(no_bf16->mla_attn, full->mla_attn);
   EXPECT_EQ(no_bf16->store_kv, full->store_kv);
 }
