@@ -39,6 +39,12 @@ bool bf16_pairs(const KvView& k, const KvView& v, int d_k) {
   return V::kBf16Dot && k.type == GgmlType::BF16 && v.type == GgmlType::BF16 && d_k % 2 == 0;
 }
 
+// Rows per tile of a pairs job: kAttnTile (128), or fewer where the V tile's (rows / 2) x
+// v_ld floats would outgrow kTileFloats. K is never converted into scratch here.
+inline int pairs_tile_rows(int v_ld) {
+  return std::min(kAttnTile, 2 * (kTileFloats / v_ld) / 8 * 8);
+}
+
 // Floats per member of the packed q: d_k / 2 pairs, rounded up to whole pairs of vectors.
 template <class V>
 int q_pairs_stride(int d_k) {

@@ -14,7 +14,8 @@
 
 namespace ds::simd {
 
-constexpr int kAttnTile = 64;               // most rows per tile
+constexpr int kAttnTile = 128;              // most rows per tile (bf16 pairs; the f32 paths 64)
+constexpr int kAttnTileF32 = 64;            // most rows per tile of the f32 paths (tile_rows)
 constexpr size_t kAttnTileBytes = 32768;    // converted K tile (GQA heads of 128: 64 rows)
 constexpr int kAttnMaxGroup = 192;          // members per job: 32 queries x 6 GQA heads
 constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
@@ -25,7 +26,7 @@ constexpr int kAccFloats = 24576;               // accumulators of one job (192 
 // ISA flags): an inline definition here would be compiled once per ISA.
 size_t l1d_bytes();
 
-// Rows per tile for K rows of kw floats: a multiple of 8 in [8, kAttnTile] within
+// Rows per tile for K rows of kw floats: a multiple of 8 in [8, kAttnTileF32] within
 // kAttnTileBytes (GQA heads of 128: 64), and at least 16 for rows as wide as MLA's 576
 // where 16 of them fit in 5/6 of L1 (48 KB L1D: Zen 5, Golden Cove; 8 rows on 32 KB
 // cores). The online softmax and the accumulators' rescaling are paid per tile: measured
@@ -41,8 +42,8 @@ int tile_rows(int kw, int d_v) {
   const size_t row_bytes = sizeof(float) * static_cast<size_t>(kw);
   int rows = static_cast<int>(kAttnTileBytes / row_bytes) / 8 * 8;
   if (rows < 16 && 16 * row_bytes <= l1d_bytes() / 6 * 5) rows = 16;
-  const int v_rows = d_v > 0 ? kTileFloats / d_v / 8 * 8 : kAttnTile;
-  return std::min({std::clamp(rows, 8, kAttnTile), v_rows, kTileFloats / kw / 8 * 8});
+  const int v_rows = d_v > 0 ? kTileFloats / d_v / 8 * 8 : kAttnTileF32;
+  return std::min({std::clamp(rows, 8, kAttnTileF32), v_rows, kTileFloats / kw / 8 * 8});
 }
 
 // Prefetches the `bytes` bytes of one KV row (a long context's cache comes from memory, in

@@ -74,13 +74,14 @@ void attend(const AttnJob& job) {
   for (int i = 0; i < job.n_m; ++i) n_kv = std::max(n_kv, job.mem[i].n_kv);
   std::fill(st.m, st.m + job.n_m, -INFINITY);
   std::fill(st.l, st.l + job.n_m, 0.0f);
-  const int tile = tile_rows<V>(kw, job.v ? job.d_v : 0);
+  const int v_ld = (job.d_v + V::kWidth - 1) / V::kWidth * V::kWidth;
+  const int tile = job.pairs ? pairs_tile_rows(v_ld) : tile_rows<V>(kw, job.v ? job.d_v : 0);
   const size_t k_bytes = ggml_row_size(job.k->type, kw), v_bytes = job.v ? ggml_row_size(job.v->type, job.d_v) : 0;
   int act[kAttnMaxGroup];
   // Pairs jobs (attention_bf16.h): q packed to bf16 pairs once, K rows transposed straight
   // from the cache, V rows interleaved in pairs.
   alignas(64) float q_pairs[kQPairFloats];
-  const int kw2 = kw / 2, v_ld = (job.d_v + V::kWidth - 1) / V::kWidth * V::kWidth;
+  const int kw2 = kw / 2;
   if constexpr (V::kBf16Dot) {
     if (job.pairs) {
       // The queries usually come from memory (a prefill chunk's q is megabytes): each

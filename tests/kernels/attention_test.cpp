@@ -107,7 +107,7 @@ double bf16_round(float x) {
 // (relative) of a bf16 rounding midpoint may round the other way there: `slack` sums what
 // each such weight could move the output (one bf16 unit of it times its |v|), and nothing
 // else is allowed beyond the usual relative tolerance.
-constexpr int kBf16Tile = 64;  // tile_rows() for these tests' GQA shapes
+constexpr int kBf16Tile = 128;  // pairs_tile_rows() for these tests' GQA shapes
 constexpr double kNearMidpoint = 1e-5;
 struct Bf16Naive {
   std::vector<double> out;
