@@ -171,10 +171,11 @@ struct KernelTable {
   // In-place softmax of n values after multiplying by scale.
   void (*softmax)(float* x, int64_t n, float scale);
   void (*flash_attn)(const AttnArgs& a);
-  // flash_attn over a BF16 K and V cache (d_k even) rounds q and the softmax weights to
-  // bf16 (nearest even) and multiplies them with bf16 dot products: the reference's
-  // numerics for a bf16 cache (SPEC.md: BF16 operands take BF16 activations). Set on
-  // AVX-512 CPUs with AVX512_BF16; other tables multiply in float over every cache type.
+  // flash_attn over a BF16 K and V cache (d_k even), and mla_attn over a BF16 latent cache
+  // (kv_lora + n_rope even), round q and the softmax weights to bf16 (nearest even) and
+  // multiply them with bf16 dot products: the reference's numerics for a bf16 cache
+  // (SPEC.md: BF16 operands take BF16 activations). Set on AVX-512 CPUs with AVX512_BF16;
+  // other tables multiply in float over every cache type.
   bool attn_bf16_dot = false;
   void (*mla_attn)(const MlaArgs& a);
   void (*moe_route)(const MoeRouteArgs& a);

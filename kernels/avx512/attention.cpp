@@ -170,5 +170,6 @@ void flash_attn_bf16(const AttnArgs& a) {
   simd::flash_attn<Vec16Bf16>(a);
 }
 void mla_attn(const MlaArgs& a) { simd::mla_attn<Vec16>(a); }
+void mla_attn_bf16(const MlaArgs& a) { simd::mla_attn<Vec16Bf16>(a); }
 
 }  // namespace ds::avx512

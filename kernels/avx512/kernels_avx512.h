@@ -11,9 +11,10 @@ namespace ds::avx512 {
 // float); every other weight type goes to vec_dot / matmul.
 float vec_dot_without_bf16(GgmlType wtype, int64_t n, const void* w, const void* act);
 void matmul_without_bf16(const MatmulArgs& m);
-// attention.cpp: flash_attn for CPUs with AVX512_BF16: BF16 caches take bf16 dot products
-// (KernelTable::attn_bf16_dot); other caches as flash_attn.
+// attention.cpp: flash_attn and mla_attn for CPUs with AVX512_BF16: BF16 caches take bf16
+// dot products (KernelTable::attn_bf16_dot); other caches as flash_attn and mla_attn.
 void flash_attn_bf16(const AttnArgs& a);
+void mla_attn_bf16(const MlaArgs& a);
 
 // matmul_panel.cpp: weight rows [r0, r0 + 16), or [r0, r0 + 32) where r0 + 32 <= row_end
 // and the type has a two-panel kernel (all but Q6_K), x activation rows [t0, t0 + nt),

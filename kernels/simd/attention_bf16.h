@@ -1,5 +1,6 @@
-// GQA attention over a BF16 cache with bf16 dot products (V::kBf16Dot: AVX-512 with
-// AVX512_BF16), the pieces attend() uses for jobs with AttnJob::pairs set.
+// GQA and MLA attention over a BF16 cache with bf16 dot products (V::kBf16Dot: AVX-512
+// with AVX512_BF16), the pieces attend() uses for jobs with AttnJob::pairs set. MLA is the
+// case K row = [c | k_pe], q = [q_abs | q_pe], V = the first kv_lora elements of the row.
 //
 // Numerics: those of the reference for a bf16 cache (SPEC.md: BF16 operands take BF16
 // activations). q is rounded to bf16 (nearest even) once per job; each score is one lane's
@@ -50,7 +51,9 @@ template <class V>
 int q_pairs_stride(int d_k) {
   return (d_k + 2 * V::kWidth - 1) / (2 * V::kWidth) * V::kWidth;
 }
-constexpr int kQPairFloats = kAccFloats / 2;  // attend()'s packed q of a job
+// attend()'s packed q of a job: MLA 48 members of 288 floats (with 42, as kAccFloats / 2
+// allowed, MLA prefill:512/ctx:1024 ran ~8% slower), GQA 192 of 64.
+constexpr int kQPairFloats = kAccFloats * 9 / 16;
 
 // dst[i] = (bf16(q[2i]), bf16(q[2i + 1])) for 2i < n (n even), zero up to the stride.
 template <class V>
@@ -63,6 +66,22 @@ void pack_q_pairs(const float* q, int n, float* dst) {
     const typename V::T hi = i + W < n ? V::load_tail(q, i + W, n) : V::zero();
     V::store(dst + i / 2, V::pack_bf16(lo, hi));
   }
+}
+
+// A member's q, [qa (d_a) | qb (d_b)] (MLA: [q_abs | q_pe]; GQA: d_b = 0), packed as
+// pack_q_pairs packs one row of d_a + d_b floats.
+template <class V>
+void pack_member_q(const AttnMember& m, int d_a, int d_b, float* dst) {
+  if (d_b == 0) return pack_q_pairs<V>(m.qa, d_a, dst);
+  if (d_a % (2 * V::kWidth) == 0) {
+    pack_q_pairs<V>(m.qa, d_a, dst);
+    pack_q_pairs<V>(m.qb, d_b, dst + d_a / 2);
+    return;
+  }
+  alignas(64) float q[kMaxRowWidth];
+  std::copy_n(m.qa, d_a, q);
+  std::copy_n(m.qb, d_b, q + d_a);
+  pack_q_pairs<V>(q, d_a + d_b, dst);
 }
 
 // softmax_tile, the weights then packed in place: p[0..nt) (scores, floats) becomes

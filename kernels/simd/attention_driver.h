@@ -26,7 +26,9 @@
 // each score is one lane's fma chain over d (attention_core.h, "GQA scores with keys in
 // lanes"). MLA keeps rows in lanes: NM members x NR tile rows accumulate lane-wise in
 // kWidth registers (each K load serves NM members, each q load NR rows), and one
-// transposing reduction turns the kWidth accumulators into kWidth scores.
+// transposing reduction turns the kWidth accumulators into kWidth scores. Over a BF16 cache
+// with bf16 dot products (attention_bf16.h) both take the pairs path: keys in lanes, K rows
+// transposed as pairs straight from the cache (MLA: V = the same rows' first kv_lora).
 //
 // [BATCH_INVARIANT] A member's output depends only on its own q, n_kv and the cache: its
 // scores are the same fused multiply-adds in the same order (GQA: one chain over d per
@@ -92,7 +94,7 @@ void attend(const AttnJob& job) {
         prefetch_row(reinterpret_cast<const uint8_t*>(job.mem[i].qa), q_bytes);
       for (int i = 0; i < job.n_m; ++i) {
         if (i + 4 < job.n_m) prefetch_row(reinterpret_cast<const uint8_t*>(job.mem[i + 4].qa), q_bytes);
-        pack_q_pairs<V>(job.mem[i].qa, kw, q_pairs + static_cast<size_t>(i) * qs);
+        pack_member_q<V>(job.mem[i], job.d_a, job.d_b, q_pairs + static_cast<size_t>(i) * qs);
       }
     }
   }
@@ -167,10 +169,6 @@ void attend(const AttnJob& job) {
 template <class V>
 int max_members(int d_v) { return std::min(kAttnMaxGroup, kAccFloats / d_v); }
 
-// Queries per job when n_h heads share each query's KV rows.
-template <class V>
-int64_t queries_per_job(int n_h, int d_v) { return std::max(1, max_members<V>(d_v) / n_h); }
-
 template <class V>
 void flash_attn(const AttnArgs& a) {
   if (a.d_k > kMaxRowWidth || a.d_v > kMaxRowWidth) return ref::flash_attn(a);
@@ -205,13 +203,21 @@ void flash_attn(const AttnArgs& a) {
   }
 }
 
+// Over a BF16 cache with bf16 dot products (V::kBf16Dot) MLA takes the pairs path as
+// GQA does: K = the whole row [c | k_pe] (q = [q_abs | q_pe] packed to pairs), V = the
+// same rows' first kv_lora elements (job.v set to the same view).
 template <class V>
 void mla_attn(const MlaArgs& a) {
-  if (a.kv_lora + a.n_rope > kMaxRowWidth) return ref::mla_attn(a);
-  const int max_h = max_members<V>(a.kv_lora);
+  const int kw = a.kv_lora + a.n_rope;
+  if (kw > kMaxRowWidth) return ref::mla_attn(a);
+  const bool pairs = bf16_pairs<V>(a.kv, a.kv, kw);
+  // Members per job (their accumulators, and with pairs their packed q, within attend()'s
+  // frame); a job is the heads [h0, h1) of bq queries.
+  const int max_h =
+      pairs ? std::min(max_members<V>(a.kv_lora), kQPairFloats / q_pairs_stride<V>(kw)) : max_members<V>(a.kv_lora);
   for (int h0 = a.head_begin; h0 < a.head_end; h0 += max_h) {
     const int h1 = std::min(a.head_end, h0 + max_h);
-    const int64_t bq = queries_per_job<V>(h1 - h0, a.kv_lora);
+    const int64_t bq = std::max(1, max_h / (h1 - h0));
     for (int64_t q0 = 0; q0 < a.n_q; q0 += bq) {
       AttnJob job;
       for (int64_t it = q0; it < std::min(a.n_q, q0 + bq); ++it)
@@ -225,6 +231,8 @@ void mla_attn(const MlaArgs& a) {
       job.d_v = a.kv_lora;
       job.scale = a.scale;
       job.k = &a.kv;
+      job.pairs = pairs;
+      if (pairs) job.v = &a.kv;
       if (!try_attend_direct<V>(job)) attend<V>(job);
     }
   }

@@ -207,15 +207,18 @@ void register_all() {
                                          isa, mla, ctx, 1, mla ? 16 : 28, splits, GgmlType::F16)
                 ->Unit(benchmark::kMicrosecond);
       }
-  // GQA over a BF16 cache (bf16 dot products where the table has them, attn_bf16_dot).
+  // GQA and MLA over a BF16 cache (bf16 dot products where the table has them, attn_bf16_dot).
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
-    for (int64_t ctx : {4096, 16384}) {
-      const std::string name = std::string("ATTN/") + ds::isa_name(isa) + "/gqa/bf16/ctx:" + std::to_string(ctx);
-      benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, false, ctx, 1, 1, 1, GgmlType::BF16)
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark((name + "/cold").c_str(), bench_attention, isa, false, ctx, 1, 28, 1, GgmlType::BF16)
-          ->Unit(benchmark::kMicrosecond);
-    }
+    for (bool mla : {true, false})
+      for (int64_t ctx : {4096, 16384}) {
+        const std::string name =
+            std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/bf16/ctx:" + std::to_string(ctx);
+        benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1, 1, GgmlType::BF16)
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((name + "/cold").c_str(), bench_attention, isa, mla, ctx, 1, mla ? 16 : 28, 1,
+                                     GgmlType::BF16)
+            ->Unit(benchmark::kMicrosecond);
+      }
   // Prefill: a 512-token chunk over its own causal context, and the second chunk of 1024.
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
     for (bool mla : {true, false})
@@ -224,11 +227,11 @@ void register_all() {
                                  "/f16/prefill:512/ctx:" + std::to_string(ctx);
         benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 512, 1, 1, GgmlType::F16)
             ->Unit(benchmark::kMillisecond);
-        if (!mla)
-          benchmark::RegisterBenchmark(
-              (std::string("ATTN/") + ds::isa_name(isa) + "/gqa/bf16/prefill:512/ctx:" + std::to_string(ctx)).c_str(),
-              bench_attention, isa, false, ctx, 512, 1, 1, GgmlType::BF16)
-              ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") +
+                                      "/bf16/prefill:512/ctx:" + std::to_string(ctx))
+                                         .c_str(),
+                                     bench_attention, isa, mla, ctx, 512, 1, 1, GgmlType::BF16)
+            ->Unit(benchmark::kMillisecond);
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,

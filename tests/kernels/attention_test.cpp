@@ -5,8 +5,8 @@
 // Prefill chunks (issue 7: several queries share each converted KV tile): chunks of 3 to 37
 // queries, scattered and repeated positions, row tails, and bitwise independence of a
 // query's output from the other queries and heads of its call [BATCH_INVARIANT].
-// Tables with attn_bf16_dot round q and the softmax weights to bf16 over a BF16 cache (GQA):
-// there the naive side rounds q too, and the weights' rounding is allowed its bound.
+// Tables with attn_bf16_dot round q and the softmax weights to bf16 over a BF16 cache (GQA
+// and MLA): there the naive side rounds q too, and the weights' rounding is allowed its bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,19 +74,11 @@ std::vector<double> naive_attend(const std::vector<double>& scores, const std::v
   return out;
 }
 
-double rel_err(const float* got, const std::vector<double>& want) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num = std::max(num, std::fabs(got[i] - want[i]));
-    den = std::max(den, std::fabs(want[i]));
-  }
-  return num / den;
-}
-
 // Whether this table's flash attention over a cache of type t rounds q and the softmax
 // weights to bf16 (KernelTable::attn_bf16_dot).
 bool rounds_to_bf16(const KernelTable& kt, GgmlType t, bool mla, int d_k) {
-  return kt.attn_bf16_dot && t == GgmlType::BF16 && !mla && d_k % 2 == 0;
+  (void)mla;  // both: MLA's d_k is kv_lora + n_rope
+  return kt.attn_bf16_dot && t == GgmlType::BF16 && d_k % 2 == 0;
 }
 
 // x rounded to bf16, nearest even (finite x), written here rather than taken from the code
@@ -102,12 +94,17 @@ double bf16_round(float x) {
 
 // The naive side of a table that rounds to bf16 (rounds_to_bf16): q was rounded before the
 // scores; the softmax weights are rounded as the kernel rounds them, relative to the
-// running maximum of its tiles of kBf16Tile rows, the denominator summing them unrounded.
+// running maximum of its tiles of bf16_tile_rows(d_v) rows, the denominator summing them unrounded.
 // The kernel's scores and exponentials are f32, so a weight within kNearMidpoint
 // (relative) of a bf16 rounding midpoint may round the other way there: `slack` sums what
 // each such weight could move the output (one bf16 unit of it times its |v|), and nothing
 // else is allowed beyond the usual relative tolerance.
-constexpr int kBf16Tile = 128;  // pairs_tile_rows() for these tests' GQA shapes
+// Rows per tile of the kernel's bf16 path (pairs_tile_rows): 128, fewer where half of them
+// times d_v (rounded up to 16 floats) outgrow 16 K floats: MLA's 512-wide V, 64 rows.
+int bf16_tile_rows(size_t d_v) {
+  const size_t ld = (d_v + 15) / 16 * 16;
+  return static_cast<int>(std::min<size_t>(128, 2 * (16384 / ld) / 8 * 8));
+}
 constexpr double kNearMidpoint = 1e-5;
 struct Bf16Naive {
   std::vector<double> out;
@@ -115,14 +112,15 @@ struct Bf16Naive {
 };
 Bf16Naive naive_attend_bf16(const std::vector<double>& scores, const std::vector<std::vector<double>>& values) {
   const size_t n = scores.size(), d = values[0].size();
+  const size_t tile = static_cast<size_t>(bf16_tile_rows(d));
   const double m_final = *std::max_element(scores.begin(), scores.end());
   double den = 0.0;
   for (double sc : scores) den += std::exp(sc - m_final);
   Bf16Naive r;
   r.out.assign(d, 0.0);
   double m = -INFINITY;
-  for (size_t t0 = 0; t0 < n; t0 += kBf16Tile) {
-    const size_t t1 = std::min(n, t0 + kBf16Tile);
+  for (size_t t0 = 0; t0 < n; t0 += tile) {
+    const size_t t1 = std::min(n, t0 + tile);
     for (size_t j = t0; j < t1; ++j) m = std::max(m, scores[j]);
     const double to_final = std::exp(m - m_final);
     for (size_t j = t0; j < t1; ++j) {
@@ -241,17 +239,19 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
           for (int64_t it = 0; it < nq; ++it)
             for (int ih = 0; ih < n_head; ++ih) {
               const float* qh = q.data() + it * qs + ih * width;
+              const bool b16 = rounds_to_bf16(*kt, t, true, width);
               std::vector<double> scores;
               std::vector<std::vector<double>> values;
               for (int64_t j = 0; j <= pos[static_cast<size_t>(it)]; ++j) {
                 auto row = kv.read(j, 0, width);
                 double s = 0.0;
-                for (int i = 0; i < width; ++i) s += qh[i] * row[static_cast<size_t>(i)];
+                for (int i = 0; i < width; ++i) s += (b16 ? bf16_round(qh[i]) : qh[i]) * row[static_cast<size_t>(i)];
                 scores.push_back(s * scale);
                 row.resize(kv_lora);
                 values.push_back(std::move(row));
               }
-              const double err = rel_err(out.data() + (it * n_head + ih) * kv_lora, naive_attend(scores, values));
+              const Bf16Naive want = naive_for(scores, values, b16);
+              const double err = attn_err(out.data() + (it * n_head + ih) * kv_lora, want.out, want.slack);
               ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx
                                           << " q=" << it << " head=" << ih;
             }

@@ -42,7 +42,7 @@ TEST(Dispatch, TableWithoutBf16SwapsOnlyTheProducts) {
   EXPECT_FALSE(no_bf16->attn_bf16_dot);
   EXPECT_EQ(no_bf16->flash_attn != full->flash_attn, full->attn_bf16_dot);
   EXPECT_EQ(no_bf16->matmul != full->matmul, full->attn_bf16_dot);  // both follow CPUID's AVX512_BF16
-  EXPECT_EQ(no_bf16->mla_attn, full->mla_attn);
+  EXPECT_EQ(no_bf16->mla_attn != full->mla_attn, full->attn_bf16_dot);
   EXPECT_EQ(no_bf16->store_kv, full->store_kv);
 }
 
