@@ -51,8 +51,8 @@ template <class V>
 int q_pairs_stride(int d_k) {
   return (d_k + 2 * V::kWidth - 1) / (2 * V::kWidth) * V::kWidth;
 }
-// attend()'s packed q of a job: MLA 48 members of 288 floats (with 42, as kAccFloats / 2
-// allowed, MLA prefill:512/ctx:1024 ran ~8% slower), GQA 192 of 64.
+// attend()'s packed q of a job: MLA 96 members of 288 floats (with 42 of 48, as kAccFloats /
+// 2 allowed, MLA prefill:512/ctx:1024 ran ~8% slower), GQA 192 of 64.
 constexpr int kQPairFloats = kAccFloats * 9 / 16;
 
 // dst[i] = (bf16(q[2i]), bf16(q[2i + 1])) for 2i < n (n even), zero up to the stride.

@@ -20,7 +20,7 @@ constexpr size_t kAttnTileBytes = 32768;    // converted K tile (GQA heads of 12
 constexpr int kAttnMaxGroup = 192;          // members per job: 32 queries x 6 GQA heads
 constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
 constexpr int kTileFloats = 16 * kMaxRowWidth;  // one K (or V) tile: 16 rows of the widest row
-constexpr int kAccFloats = 24576;               // accumulators of one job (192 x 128, 48 x 512)
+constexpr int kAccFloats = 49152;               // accumulators of one job (192 x 128, 96 x 512)
 
 // The L1 data cache in bytes; 32 KB when unknown. Defined in kernels/dispatch.cpp (base
 // ISA flags): an inline definition here would be compiled once per ISA.

@@ -40,7 +40,7 @@
 // other members. So a query's output is bit-identical whatever other queries share its
 // job, whether it runs in a prefill chunk or as a decode step.
 //
-// Scratch is a fixed-size frame on the stack (about 340 KB; pool threads are std::threads
+// Scratch is a fixed-size frame on the stack (about 600 KB; pool threads are std::threads
 // with the default 8 MB stack): no allocation ever, so the decode step allocates nothing
 // (STYLE.md habit 10). Shapes wider than it (K rows or V rows over kMaxRowWidth floats)
 // go to the reference kernels.
@@ -217,10 +217,12 @@ void mla_attn(const MlaArgs& a) {
       pairs ? std::min(max_members<V>(a.kv_lora), kQPairFloats / q_pairs_stride<V>(kw)) : max_members<V>(a.kv_lora);
   for (int h0 = a.head_begin; h0 < a.head_end; h0 += max_h) {
     const int h1 = std::min(a.head_end, h0 + max_h);
-    const int64_t bq = std::max(1, max_h / (h1 - h0));
-    for (int64_t q0 = 0; q0 < a.n_q; q0 += bq) {
+    // The queries in jobs of at most bq_max, as even as they divide (32 queries of 16 heads
+    // at 6 per job: 6 + 6 + 5 + 5 + 5 + 5, not 6 x 5 + 2).
+    const int64_t bq_max = std::max(1, max_h / (h1 - h0)), n_jobs = (a.n_q + bq_max - 1) / bq_max;
+    for (int64_t jb = 0; jb < n_jobs; ++jb) {
       AttnJob job;
-      for (int64_t it = q0; it < std::min(a.n_q, q0 + bq); ++it)
+      for (int64_t it = a.n_q * jb / n_jobs; it < a.n_q * (jb + 1) / n_jobs; ++it)
         for (int h = h0; h < h1; ++h)
           job.mem[job.n_m++] = {.qa = a.q_abs + it * a.q_tok_stride + h * a.q_head_stride,
                                 .qb = a.q_pe + it * a.q_tok_stride + h * a.q_head_stride,
