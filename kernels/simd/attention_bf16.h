@@ -69,15 +69,11 @@ void pack_q_pairs(const float* q, int n, float* dst) {
 }
 
 // A member's q, [qa (d_a) | qb (d_b)] (MLA: [q_abs | q_pe]; GQA: d_b = 0), packed as
-// pack_q_pairs packs one row of d_a + d_b floats.
+// pack_q_pairs packs one row of d_a + d_b floats (MLA's two parts joined first: once per
+// member and job, against the job's hundreds of thousands of products).
 template <class V>
 void pack_member_q(const AttnMember& m, int d_a, int d_b, float* dst) {
   if (d_b == 0) return pack_q_pairs<V>(m.qa, d_a, dst);
-  if (d_a % (2 * V::kWidth) == 0) {
-    pack_q_pairs<V>(m.qa, d_a, dst);
-    pack_q_pairs<V>(m.qb, d_b, dst + d_a / 2);
-    return;
-  }
   alignas(64) float q[kMaxRowWidth];
   std::copy_n(m.qa, d_a, q);
   std::copy_n(m.qb, d_b, q + d_a);

@@ -165,18 +165,20 @@ void attend(const AttnJob& job) {
   }
 }
 
-// Members per job: at most kAttnMaxGroup, and their accumulators fit kAccFloats.
+// Members per job: at most kAttnMaxGroup, their accumulators (d_v wide) within kAccFloats
+// and, on the pairs path, their packed q (d_k wide) within kQPairFloats.
 template <class V>
-int max_members(int d_v) { return std::min(kAttnMaxGroup, kAccFloats / d_v); }
+int max_members(int d_k, int d_v, bool pairs) {
+  const int most = std::min(kAttnMaxGroup, kAccFloats / d_v);
+  return pairs ? std::min(most, kQPairFloats / q_pairs_stride<V>(d_k)) : most;
+}
 
 template <class V>
 void flash_attn(const AttnArgs& a) {
   if (a.d_k > kMaxRowWidth || a.d_v > kMaxRowWidth) return ref::flash_attn(a);
   const int group = a.n_head / a.n_head_kv;
   const bool pairs = bf16_pairs<V>(a.k, a.v, a.d_k);
-  // Members per job: their accumulators, and with pairs their packed q, within attend()'s frame.
-  const int most =
-      pairs ? std::min(max_members<V>(a.d_v), kQPairFloats / q_pairs_stride<V>(a.d_k)) : max_members<V>(a.d_v);
+  const int most = max_members<V>(a.d_k, a.d_v, pairs);
   for (int h0 = a.head_begin; h0 < a.head_end;) {
     // Heads [h0, h1) share KV head h0 / group.
     const int kvh = h0 / group;
@@ -211,10 +213,7 @@ void mla_attn(const MlaArgs& a) {
   const int kw = a.kv_lora + a.n_rope;
   if (kw > kMaxRowWidth) return ref::mla_attn(a);
   const bool pairs = bf16_pairs<V>(a.kv, a.kv, kw);
-  // Members per job (their accumulators, and with pairs their packed q, within attend()'s
-  // frame); a job is the heads [h0, h1) of bq queries.
-  const int max_h =
-      pairs ? std::min(max_members<V>(a.kv_lora), kQPairFloats / q_pairs_stride<V>(kw)) : max_members<V>(a.kv_lora);
+  const int max_h = max_members<V>(kw, a.kv_lora, pairs);  // a job: heads [h0, h1) of some queries
   for (int h0 = a.head_begin; h0 < a.head_end; h0 += max_h) {
     const int h1 = std::min(a.head_end, h0 + max_h);
     // The queries in jobs of at most bq_max, as even as they divide (32 queries of 16 heads

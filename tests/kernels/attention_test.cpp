@@ -76,8 +76,8 @@ std::vector<double> naive_attend(const std::vector<double>& scores, const std::v
 
 // Whether this table's flash attention over a cache of type t rounds q and the softmax
 // weights to bf16 (KernelTable::attn_bf16_dot).
-bool rounds_to_bf16(const KernelTable& kt, GgmlType t, bool mla, int d_k) {
-  (void)mla;  // both: MLA's d_k is kv_lora + n_rope
+// GQA and MLA alike (MLA's d_k is kv_lora + n_rope).
+bool rounds_to_bf16(const KernelTable& kt, GgmlType t, int d_k) {
   return kt.attn_bf16_dot && t == GgmlType::BF16 && d_k % 2 == 0;
 }
 
@@ -94,7 +94,8 @@ double bf16_round(float x) {
 
 // The naive side of a table that rounds to bf16 (rounds_to_bf16): q was rounded before the
 // scores; the softmax weights are rounded as the kernel rounds them, relative to the
-// running maximum of its tiles of bf16_tile_rows(d_v) rows, the denominator summing them unrounded.
+// running maximum of its tiles of bf16_tile_rows(d_v) rows, the denominator summing them
+// unrounded.
 // The kernel's scores and exponentials are f32, so a weight within kNearMidpoint
 // (relative) of a bf16 rounding midpoint may round the other way there: `slack` sums what
 // each such weight could move the output (one bf16 unit of it times its |v|), and nothing
@@ -193,7 +194,7 @@ TEST(Attention, FlashAttnEqualsNaiveSoftmax) {
                 continue;
               }
               const int kh = ih / group;
-              const bool b16 = rounds_to_bf16(*kt, t, false, d_k);
+              const bool b16 = rounds_to_bf16(*kt, t, d_k);
               std::vector<double> scores;
               std::vector<std::vector<double>> values;
               for (int64_t j = 0; j <= pos[static_cast<size_t>(it)]; ++j) {
@@ -239,7 +240,7 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
           for (int64_t it = 0; it < nq; ++it)
             for (int ih = 0; ih < n_head; ++ih) {
               const float* qh = q.data() + it * qs + ih * width;
-              const bool b16 = rounds_to_bf16(*kt, t, true, width);
+              const bool b16 = rounds_to_bf16(*kt, t, width);
               std::vector<double> scores;
               std::vector<std::vector<double>> values;
               for (int64_t j = 0; j <= pos[static_cast<size_t>(it)]; ++j) {
@@ -332,7 +333,7 @@ struct Problem {
     }
     return naive_for(scores, values, b16);
   }
-  bool rounds(const KernelTable& kt) const { return rounds_to_bf16(kt, type, mla, d_k); }
+  bool rounds(const KernelTable& kt) const { return rounds_to_bf16(kt, type, d_k); }
   // attn_err of out (query it, head ih) against naive() as kt computes it.
   double err(const KernelTable& kt, const std::vector<double>& cache, const float* out, int64_t it, int ih) const {
     const Naive n = naive(cache, it, ih, rounds(kt));
