@@ -74,6 +74,8 @@ bool cpu_has_avx512_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
 }
 
+bool cpu_has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
+
 Result<BandwidthProbe> BandwidthProbe::create(ThreadPool& pool, const BandwidthOptions& opts) {
   const int nth = pool.n_threads();
   BandwidthOptions o = opts;
@@ -173,6 +175,18 @@ Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts) {
   res.gflops = measure_peak(pool, opts, avx512 ? &peak::f32_fmas_avx512 : &peak::f32_fmas_avx2);
   res.isa = avx512 ? "avx512" : "avx2";
   res.n_threads = pool.n_threads();
+  return res;
+}
+
+Fp32PeakResult measure_bf16_peak(ThreadPool& pool, const PeakOptions& opts) {
+  Fp32PeakResult res;
+  res.n_threads = pool.n_threads();
+  if (!opts.allow_avx512 || !cpu_has_avx512_bf16()) {
+    res.isa = "none";
+    return res;
+  }
+  res.gflops = measure_peak(pool, opts, &peak::bf16_madds_avx512);
+  res.isa = "avx512_bf16";
   return res;
 }
 

@@ -46,8 +46,8 @@ struct Int8PeakResult {
 };
 
 struct Fp32PeakResult {
-  Measurement gflops;         // 1e9 float32 flops per second (a fused multiply-add counts as 2)
-  std::string isa;            // "avx512" or "avx2"
+  Measurement gflops;         // 1e9 flops per second (a fused multiply-add counts as 2)
+  std::string isa;            // "avx512" or "avx2" (measure_bf16_peak: "avx512_bf16" or "none")
   int n_threads = 0;
 };
 
@@ -76,7 +76,14 @@ Int8PeakResult measure_int8_peak(ThreadPool& pool, const PeakOptions& opts = {})
 // Register-resident float32 FMAs on every thread of `pool` (the same options).
 Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts = {});
 
+// Register-resident bf16 dot products (vdpbf16ps) on every thread of `pool`, the limit of
+// attention over a bf16 cache; isa "avx512_bf16", or gflops all 0 and isa "none" on CPUs
+// without AVX512_BF16 (or with opts.allow_avx512 false).
+Fp32PeakResult measure_bf16_peak(ThreadPool& pool, const PeakOptions& opts = {});
+
 // Whether this CPU (and OS) can run the AVX-512 VNNI loop.
 bool cpu_has_avx512_vnni();
+// Whether it can run the AVX512_BF16 loop.
+bool cpu_has_avx512_bf16();
 
 }  // namespace ds

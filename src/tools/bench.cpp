@@ -104,7 +104,7 @@ void usage() {
       "  --repeats R  repeats of each test; medians are reported with min..max (default 3)\n"
       "  --kv-type T  KV cache type f32|f16|bf16|q8_0 (default f16)\n"
       "  --json       one line with one JSON object (pp_tps, tg_tps, batch_tg_tps, bandwidth_gbs,\n"
-      "               int8_gops, fp32_gflops, tg_roofline, pp_roofline, ...)\n"
+      "               int8_gops, fp32_gflops, bf16_gflops, tg_roofline, pp_roofline, ...)\n"
       "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
       "               step down by stage (decode steps: mean of 8)\n"
       "  --no-limits  skip measuring bandwidth and the peaks (rooflines then read 0)\n"
@@ -305,6 +305,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
   }
   const double gflops = pool ? measure_fp32_peak(*pool, popts).gflops.median : 0;
+  const double bf16_gflops = pool ? measure_bf16_peak(*pool, popts).gflops.median : 0;
   const Stats spp = stats_of(pp), stg = stats_of(tg), sbtg = stats_of(btg);
   const Stats sbw = stats_of(bws), sgops = stats_of(gopss);
   const double bw = sbw.median, gops = sgops.median;
@@ -315,17 +316,18 @@ int cmd_bench(const std::vector<std::string>& args) {
         "{\"model\":\"%s\",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"batch\":%d,\"pp_tps\":%.3f,"
         "\"depth\":%d,\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
         "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"bandwidth_gbs_min\":%.3f,\"bandwidth_gbs_max\":%.3f,"
-        "\"int8_gops\":%.3f,\"int8_gops_min\":%.3f,\"int8_gops_max\":%.3f,\"fp32_gflops\":%.3f,"
+        "\"int8_gops\":%.3f,\"int8_gops_min\":%.3f,\"int8_gops_max\":%.3f,\"fp32_gflops\":%.3f,\"bf16_gflops\":%.3f,"
         "\"bytes_per_token\":%.0f,\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
         escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, b.depth, spp.min,
         spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, gflops,
-        cost.bytes_per_token, cost.ops_per_token, tg_roof, pp_roof);
+        bf16_gflops, cost.bytes_per_token, cost.ops_per_token, tg_roof, pp_roof);
   } else {
     std::printf("model: %s (%s, %s read per decoded token, %.2f GOP per prefill token)\n", b.model.c_str(),
                 e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(), cost.ops_per_token / 1e9);
     std::printf("machine: read bandwidth %.1f GB/s (%.1f..%.1f), int8 peak %.0f GOPS (%.0f..%.0f, %s), "
-                "fp32 FMA peak %.0f GFLOPS\n",
-                bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, peak_isa.c_str(), gflops);
+                "fp32 FMA peak %.0f GFLOPS, bf16 dot peak %s\n",
+                bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, peak_isa.c_str(), gflops,
+                bf16_gflops > 0 ? (std::to_string(static_cast<int>(bf16_gflops + 0.5)) + " GFLOPS").c_str() : "-");
     std::printf("  (read just before and after every decode / prefill repeat; each repeat's roofline uses its own)\n");
     std::printf("%-22s %10s %20s %10s\n", "test", "t/s", "min..max", "roofline");
     std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("pp" + std::to_string(b.n_prompt)).c_str(), spp.median,

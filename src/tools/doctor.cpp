@@ -262,6 +262,13 @@ void print_measurements(int n_threads, size_t bandwidth_bytes) {
   const Fp32PeakResult fp32 = measure_fp32_peak(pool);
   std::printf("  float32 FMA peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention)\n", fp32.gflops.median,
               fp32.gflops.min, fp32.gflops.max, fp32.isa.c_str());
+  const Fp32PeakResult bf16 = measure_bf16_peak(pool);
+  if (bf16.gflops.median > 0) {
+    std::printf("  bf16 dot-product peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention over --kv-type bf16)\n",
+                bf16.gflops.median, bf16.gflops.min, bf16.gflops.max, bf16.isa.c_str());
+  } else {
+    std::printf("  bf16 dot-product peak: none (no AVX512_BF16: --kv-type bf16 attention multiplies in float32)\n");
+  }
 }
 
 void print_usage() {

@@ -48,6 +48,16 @@ TEST(MachineLimits, Fp32PeakLoopsComputeWhatTheyCount) {
   }
 }
 
+TEST(MachineLimits, Bf16PeakLoopComputesWhatItCounts) {
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  for (uint64_t n : {uint64_t{1}, uint64_t{1000}, uint64_t{12345}}) {
+    float sink = 0.0f;
+    EXPECT_EQ(peak::bf16_madds_avx512(n, &sink), n * 16 * 32);
+    // 16 chains k of 16 lanes starting at k, each vdpbf16ps adding 1 * 0.5 + 1 * 0.5.
+    EXPECT_EQ(static_cast<double>(sink), 16 * (120 + 16 * static_cast<double>(n))) << "n=" << n;
+  }
+}
+
 void expect_ordered(const Measurement& m) {
   EXPECT_GT(m.min, 0);
   EXPECT_LE(m.min, m.median);
@@ -112,6 +122,18 @@ TEST(MachineLimits, Fp32PeakMeasurement) {
   const Int8PeakResult int8 = measure_int8_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
   EXPECT_LT(best.gflops.median, int8.gops.median);
   std::printf("fp32 FMA peak, 2 threads: %s %.0f GFLOPS\n", best.isa.c_str(), best.gflops.median);
+}
+
+TEST(MachineLimits, Bf16PeakMeasurement) {
+  ThreadPool pool({.n_threads = 2});
+  const Fp32PeakResult off = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3, .allow_avx512 = false});
+  EXPECT_EQ(off.isa, "none");
+  EXPECT_EQ(off.gflops.median, 0);
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  const Fp32PeakResult best = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
+  expect_ordered(best.gflops);
+  EXPECT_EQ(best.isa, "avx512_bf16");
+  std::printf("bf16 dot peak, 2 threads: %.0f GFLOPS\n", best.gflops.median);
 }
 
 }  // namespace
