@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 7's table: prefill pp512, decode tg128 and 8-stream aggregate decode of the two
 # benchmark shapes (random weights, Q4_K_M, made by `ds-cli synth`), with this machine's
-# read bandwidth, int8 and fp32 peaks measured in the same run and the rooflines they imply.
+# read bandwidth, int8, fp32 and (AVX512_BF16) bf16 peaks measured in the same run and the
+# rooflines they imply.
 #   scripts/bench.sh [extra ds-cli bench flags...]      e.g. scripts/bench.sh --profile
 # Env: THREADS (default 2), REPEATS (default 3), BATCH (default 8), PROMPT (default 512),
 #      GEN (default 128), BUILD_DIR (default build), MODELS (default "dense moe").
@@ -68,5 +69,6 @@ print()
 for m, j in limits:  # each repeat's roofline uses the limits read around that repeat
     print(f"machine (measured in the {m} run, around each repeat): read bandwidth {j['bandwidth_gbs']:.1f} GB/s "
           f"({j['bandwidth_gbs_min']:.1f}..{j['bandwidth_gbs_max']:.1f}), int8 peak {j['int8_gops']:.0f} GOPS "
-          f"({j['int8_gops_min']:.0f}..{j['int8_gops_max']:.0f}), fp32 FMA peak {j['fp32_gflops']:.0f} GFLOPS")
+          f"({j['int8_gops_min']:.0f}..{j['int8_gops_max']:.0f}), fp32 FMA peak {j['fp32_gflops']:.0f} GFLOPS"
+          + (f", bf16 dot peak {j['bf16_gflops']:.0f} GFLOPS" if j.get('bf16_gflops', 0) > 0 else ""))
 PY
