@@ -71,6 +71,12 @@
 namespace ds::peak {
 namespace {
 
+// Chain k's lanes start at k.
+void init_chains(float (&c)[16][16]) {
+  for (int k = 0; k < 16; ++k)
+    for (float& x : c[k]) x = static_cast<float>(k);
+}
+
 // Sum of every float of c (exact for the closed forms the tests check).
 float sum_chains(const float (&c)[16][16]) {
   float total = 0.0f;
@@ -105,8 +111,7 @@ uint64_t int8_madds_avx512_vnni(uint64_t n_iter, int32_t* sink) {
 uint64_t f32_fmas_avx512(uint64_t n_iter, float* sink) {
   const __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(0.5f);
   alignas(64) float c[16][16];
-  for (int k = 0; k < 16; ++k)
-    for (float& x : c[k]) x = static_cast<float>(k);
+  init_chains(c);
   uint64_t n = n_iter;
   // vfmadd132ps a, b, acc: acc = acc * a + b.
   if (n > 0) DS_PEAK_LOOP("vfmadd132ps %[a], %[b], ", n, a, b, c);
@@ -121,8 +126,7 @@ uint64_t bf16_madds_avx512(uint64_t n_iter, float* sink) {
   const __m512i a = _mm512_set1_epi32(0x3F803F80);  // bf16 1.0, 1.0
   const __m512i b = _mm512_set1_epi32(0x3F003F00);  // bf16 0.5, 0.5
   alignas(64) float c[16][16];
-  for (int k = 0; k < 16; ++k)
-    for (float& x : c[k]) x = static_cast<float>(k);
+  init_chains(c);
   uint64_t n = n_iter;
   // vdpbf16ps b, a, acc: acc += a.lo * b.lo + a.hi * b.hi per lane.
   if (n > 0) DS_PEAK_LOOP("vdpbf16ps %[b], %[a], ", n, a, b, c);
