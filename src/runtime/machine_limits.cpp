@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "kernels/peak.h"
 #include "runtime/numa.h"
 
@@ -74,7 +75,11 @@ bool cpu_has_avx512_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
 }
 
-bool cpu_has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
+bool cpu_has_avx512_bf16() {
+  // The dispatcher's CPUID decision (the AVX-512 table takes the bf16 products exactly then).
+  const KernelTable* t = kernel_table(Isa::kAvx512);
+  return t && t->attn_bf16_dot;
+}
 
 Result<BandwidthProbe> BandwidthProbe::create(ThreadPool& pool, const BandwidthOptions& opts) {
   const int nth = pool.n_threads();
@@ -169,17 +174,17 @@ Int8PeakResult measure_int8_peak(ThreadPool& pool, const PeakOptions& opts) {
   return res;
 }
 
-Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts) {
+FlopsPeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts) {
   const bool avx512 = opts.allow_avx512 && __builtin_cpu_supports("avx512f");
-  Fp32PeakResult res;
+  FlopsPeakResult res;
   res.gflops = measure_peak(pool, opts, avx512 ? &peak::f32_fmas_avx512 : &peak::f32_fmas_avx2);
   res.isa = avx512 ? "avx512" : "avx2";
   res.n_threads = pool.n_threads();
   return res;
 }
 
-Fp32PeakResult measure_bf16_peak(ThreadPool& pool, const PeakOptions& opts) {
-  Fp32PeakResult res;
+FlopsPeakResult measure_bf16_peak(ThreadPool& pool, const PeakOptions& opts) {
+  FlopsPeakResult res;
   res.n_threads = pool.n_threads();
   if (!opts.allow_avx512 || !cpu_has_avx512_bf16()) {
     res.isa = "none";

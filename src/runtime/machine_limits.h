@@ -45,9 +45,11 @@ struct Int8PeakResult {
   int n_threads = 0;
 };
 
-struct Fp32PeakResult {
-  Measurement gflops;         // 1e9 flops per second (a fused multiply-add counts as 2)
-  std::string isa;            // "avx512" or "avx2" (measure_bf16_peak: "avx512_bf16" or "none")
+// A floating-point peak: float32 FMAs (isa "avx512" or "avx2") or bf16 dot products
+// (isa "avx512_bf16", or "none" where the CPU has none).
+struct FlopsPeakResult {
+  Measurement gflops;         // 1e9 flops per second (a multiply-add counts as 2)
+  std::string isa;
   int n_threads = 0;
 };
 
@@ -74,12 +76,12 @@ class BandwidthProbe {
 // Register-resident int8 dot products on every thread of `pool`, best ISA available.
 Int8PeakResult measure_int8_peak(ThreadPool& pool, const PeakOptions& opts = {});
 // Register-resident float32 FMAs on every thread of `pool` (the same options).
-Fp32PeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts = {});
+FlopsPeakResult measure_fp32_peak(ThreadPool& pool, const PeakOptions& opts = {});
 
 // Register-resident bf16 dot products (vdpbf16ps) on every thread of `pool`, the limit of
 // attention over a bf16 cache; isa "avx512_bf16", or gflops all 0 and isa "none" on CPUs
 // without AVX512_BF16 (or with opts.allow_avx512 false).
-Fp32PeakResult measure_bf16_peak(ThreadPool& pool, const PeakOptions& opts = {});
+FlopsPeakResult measure_bf16_peak(ThreadPool& pool, const PeakOptions& opts = {});
 
 // Whether this CPU (and OS) can run the AVX-512 VNNI loop.
 bool cpu_has_avx512_vnni();

@@ -259,10 +259,10 @@ void print_measurements(int n_threads, size_t bandwidth_bytes) {
   const Int8PeakResult peak = measure_int8_peak(pool);
   std::printf("  int8 dot-product peak: %.0f GOPS (median; %.0f-%.0f; %s)\n", peak.gops.median, peak.gops.min,
               peak.gops.max, peak.isa.c_str());
-  const Fp32PeakResult fp32 = measure_fp32_peak(pool);
+  const FlopsPeakResult fp32 = measure_fp32_peak(pool);
   std::printf("  float32 FMA peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention)\n", fp32.gflops.median,
               fp32.gflops.min, fp32.gflops.max, fp32.isa.c_str());
-  const Fp32PeakResult bf16 = measure_bf16_peak(pool);
+  const FlopsPeakResult bf16 = measure_bf16_peak(pool);
   if (bf16.gflops.median > 0) {
     std::printf("  bf16 dot-product peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention over --kv-type bf16)\n",
                 bf16.gflops.median, bf16.gflops.min, bf16.gflops.max, bf16.isa.c_str());

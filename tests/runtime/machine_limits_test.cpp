@@ -113,7 +113,7 @@ TEST(MachineLimits, Int8PeakMeasurement) {
 
 TEST(MachineLimits, Fp32PeakMeasurement) {
   ThreadPool pool({.n_threads = 2});
-  const Fp32PeakResult best = measure_fp32_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
+  const FlopsPeakResult best = measure_fp32_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
   expect_ordered(best.gflops);
   EXPECT_EQ(best.isa, __builtin_cpu_supports("avx512f") ? "avx512" : "avx2");
   EXPECT_EQ(best.n_threads, 2);
@@ -126,11 +126,11 @@ TEST(MachineLimits, Fp32PeakMeasurement) {
 
 TEST(MachineLimits, Bf16PeakMeasurement) {
   ThreadPool pool({.n_threads = 2});
-  const Fp32PeakResult off = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3, .allow_avx512 = false});
+  const FlopsPeakResult off = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3, .allow_avx512 = false});
   EXPECT_EQ(off.isa, "none");
   EXPECT_EQ(off.gflops.median, 0);
   if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
-  const Fp32PeakResult best = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
+  const FlopsPeakResult best = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3});
   expect_ordered(best.gflops);
   EXPECT_EQ(best.isa, "avx512_bf16");
   std::printf("bf16 dot peak, 2 threads: %.0f GFLOPS\n", best.gflops.median);
