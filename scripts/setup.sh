@@ -7,8 +7,9 @@ set -euo pipefail
 # (its GPU runtime is OpenCL), but libdnnl-dev only recommends it, and recommends are not installed.
 packages=(build-essential cmake ninja-build pkg-config git
           libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev
-          libpcre2-dev libicu-dev libgtest-dev libgmock-dev libbenchmark-dev
-          clang libclang-rt-dev curl python3)
+          libpcre2-dev libicu-dev libsystemd-dev libgtest-dev libgmock-dev libbenchmark-dev
+          clang libclang-rt-dev curl python3
+          systemd numactl nginx-light)
 
 missing=()
 for p in "${packages[@]}"; do

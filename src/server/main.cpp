@@ -12,6 +12,7 @@
 #include "server/config.h"
 #include "server/http_server.h"
 #include "server/logging.h"
+#include "server/service_notify.h"
 #include "server/tokenizer_codec.h"
 
 using namespace ds;
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  ServiceNotifier notifier;
   ServerContext ctx;
   init_context(cfg, &ctx);
   HttpServer http(ctx, http_options(cfg));
@@ -114,6 +116,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&sigs, &sig);
     spdlog::info("received {}: stopping (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.grace_s);
+    notifier.stopping();
     http.stop();
   });
 
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
   spdlog::info("model {} ready: {} ({}), ctx {} x {} sequences, {} KV blocks of {} tokens", ctx.opts.model_alias,
                ctx.model->arch, ctx.model->name, l.engine->n_ctx(), cfg.parallel, l.engine->kv_blocks_total(),
                l.engine->kv_block_size());
+  notifier.ready("serving " + ctx.opts.model_alias);
 
   signal_thread.join();  // returns once SIGTERM/SIGINT arrived (http.stop() already called)
   l.loop->shutdown(std::chrono::seconds(cfg.grace_s));

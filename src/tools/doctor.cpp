@@ -243,6 +243,41 @@ void print_recommendations(const Topology& t, const HostSettings& h, const CpuFe
   for (const auto& s : todo) std::printf("  - %s\n", s.c_str());
 }
 
+// The systemd configuration the recommendations imply, as files to drop in: the unit's
+// command line, the huge-page and NUMA-balancing host settings as tmpfiles.d/sysctl.d entries
+// (applied at every boot), and the per-node template for multi-node hosts.
+void print_systemd(const Topology& t, const HostSettings& h) {
+  char exe[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  std::string server = "/usr/bin/ds-server";
+  if (n > 0) {
+    std::string self(exe, static_cast<size_t>(n));
+    server = self.substr(0, self.rfind('/') + 1) + "ds-server";
+  }
+  const bool multi_node = t.nodes.size() > 1;
+  std::printf("systemd configuration for these recommendations:\n");
+  std::printf("  # /etc/systemd/system/ds-server.service.d/host.conf, then: systemctl daemon-reload\n");
+  std::printf("  [Service]\n");
+  std::printf("  ExecStart=\n");
+  std::printf("  ExecStart=%s --config /etc/ds-server/ds-server.json --threads %d --numa %s\n", server.c_str(),
+              t.n_cores, multi_node ? "distribute" : "none");
+  std::printf("  LimitMEMLOCK=infinity\n");
+  if (h.thp == "never") {
+    std::printf("  # /etc/tmpfiles.d/ds-server.conf: transparent huge pages for the KV cache at every boot\n");
+    std::printf("  w /sys/kernel/mm/transparent_hugepage/enabled - - - - madvise\n");
+  }
+  if (multi_node && h.numa_balancing == "1") {
+    std::printf("  # /etc/sysctl.d/90-ds-server.conf: no automatic NUMA balancing of pinned memory\n");
+    std::printf("  kernel.numa_balancing = 0\n");
+  }
+  if (multi_node) {
+    std::printf("  # or one instance per NUMA node (ds-server@N.service: node N's cores and memory, port 8100+N):\n");
+    std::printf("  #   systemctl disable --now ds-server; systemctl enable --now");
+    for (size_t i = 0; i < t.nodes.size(); ++i) std::printf(" ds-server@%zu", i);
+    std::printf("\n");
+  }
+}
+
 // ---- measurements -------------------------------------------------------------------
 
 void print_measurements(int n_threads, size_t bandwidth_bytes) {
@@ -275,7 +310,8 @@ void print_usage() {
   std::printf(
       "usage: ds-cli doctor [--threads N] [--no-measure] [--bandwidth-mib M]\n"
       "  Reports instruction sets, NUMA layout, huge pages, frequency governor and SMT, measures\n"
-      "  read bandwidth and int8 peak, and recommends ds-server flags and host changes.\n"
+      "  read bandwidth and int8 peak, and recommends ds-server flags and host changes, with the\n"
+      "  systemd drop-in, tmpfiles.d and sysctl.d entries that apply them.\n"
       "  --threads N        threads for the measurements (default: one per physical core)\n"
       "  --no-measure       skip the measurements (a few seconds)\n"
       "  --bandwidth-mib M  bandwidth test buffer size (default: max(512 MiB, 8 x L3))\n");
@@ -311,6 +347,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
   print_host(host);
   if (measure) print_measurements(n_threads, bandwidth_bytes);
   print_recommendations(topo, host, cpu);
+  print_systemd(topo, host);
   return 0;
 }
 

@@ -54,5 +54,33 @@ TEST(Doctor, NoMeasureAndBadOption) {
   EXPECT_NE(bad.out.find("--frobnicate"), std::string::npos) << bad.out;
 }
 
+// The drop-in names the ds-server next to ds-cli and the flags recommended above it; a host
+// with THP off gets the tmpfiles.d line that turns it on at boot.
+TEST(Doctor, PrintsTheSystemdConfigurationOfItsRecommendations) {
+  const test::CommandResult r = run_cli("doctor --no-measure");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string cli = test::cli_path();
+  const std::string server = cli.substr(0, cli.rfind('/') + 1) + "ds-server";
+  const Topology& t = topology();
+  for (const std::string& needle :
+       {std::string("systemd configuration for these recommendations:"), std::string("  [Service]\n  ExecStart=\n"),
+        "  ExecStart=" + server + " --config /etc/ds-server/ds-server.json --threads " + std::to_string(t.n_cores) +
+            " --numa " + (t.nodes.size() > 1 ? "distribute" : "none") + "\n",
+        std::string("  LimitMEMLOCK=infinity\n")}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.out;
+  }
+
+  const std::string root = test::make_temp_dir("doctor_thp");
+  ASSERT_EQ(std::system(("mkdir -p " + root + "/sys/kernel/mm/transparent_hugepage && echo 'always madvise [never]' > " +
+                         root + "/sys/kernel/mm/transparent_hugepage/enabled")
+                            .c_str()),
+            0);
+  const test::CommandResult off = run_cli("doctor --no-measure", "DS_HOST_ROOT=" + root);
+  ASSERT_EQ(off.exit_code, 0) << off.out;
+  EXPECT_NE(off.out.find("  w /sys/kernel/mm/transparent_hugepage/enabled - - - - madvise\n"), std::string::npos)
+      << off.out;
+  EXPECT_EQ(r.out.find("transparent_hugepage/enabled - - - -"), std::string::npos) << "THP is on here:\n" << r.out;
+}
+
 }  // namespace
 }  // namespace ds
