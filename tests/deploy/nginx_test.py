@@ -79,7 +79,8 @@ def main():
         model = os.path.join(tmp, "m.gguf")
         make_model(build, model)
         env = env_without_systemd()
-        servers = [Server(build, ["--model", model, "--parallel", "2", "--grace", "2"], os.path.join(tmp, f"s{i}.log"),
+        # One sequence each: while a stream runs on an instance, its other requests wait in its queue.
+        servers = [Server(build, ["--model", model, "--parallel", "1", "--grace", "2"], os.path.join(tmp, f"s{i}.log"),
                           env=env) for i in range(2)]
         listen = free_port()
         nginx_conf(tmp, os.path.join(source, "configs/nginx/ds-server.conf"), [s.port for s in servers], listen)
@@ -148,16 +149,20 @@ def main():
 
         def waiting_request(i):
             try:
-                # Long enough (ignore_eos) to be still running when the instance dies.
-                results.append(completion(listen, f"queued {i}", {"X-Session-Id": "sticky"}, n=1500,
-                                          ignore_eos=True)[0])
+                # Queued behind the stream on the session's instance until it dies.
+                results.append(completion(listen, f"queued {i}", {"X-Session-Id": "sticky"}, n=8)[0])
             except OSError as e:
                 results.append(str(e))
 
         threads = [threading.Thread(target=waiting_request, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
-        time.sleep(0.3)
+        # The four requests reached the instance (they wait in its queue) before it dies.
+        end = time.time() + 20
+        while servers[home].metric("ds_requests_waiting") < 4:
+            if time.time() > end:
+                fail("the four requests did not reach the session's instance")
+            time.sleep(0.05)
         servers[home].proc.send_signal(signal.SIGKILL)
         servers[home].proc.wait()
         t0 = time.time()
