@@ -144,11 +144,15 @@ std::string tool_schemas(const json& tools) {
 
 }  // namespace
 
-Result<std::string> render_r1_distill(const ChatInput& in, const std::string& bos, bool qwen) {
+Result<std::string> render_r1_family(const ChatInput& in, const std::string& bos, const R1Style& style) {
   bool is_first = false, is_tool = false, is_output_first = true;
   std::string system_prompt;
-  for (const ChatMessage& m : in.messages) {
-    if (m.role == "system") system_prompt = m.text();  // the last one wins
+  if (style.join_systems) {
+    system_prompt = joined_system(in);
+  } else {
+    for (const ChatMessage& m : in.messages) {
+      if (m.role == "system") system_prompt = m.text();  // the last one wins
+    }
   }
   std::string out = bos + system_prompt;
   for (const ChatMessage& m : in.messages) {
@@ -156,30 +160,29 @@ Result<std::string> render_r1_distill(const ChatInput& in, const std::string& bo
       is_tool = false;
       out += cat({kUser, m.text()});
     }
-    // Llama's template writes calls only for a null content, Qwen's for any non-empty list.
-    const bool calls = qwen ? !m.tool_calls.empty() : !m.content.has_value();
+    const bool calls = style.calls_on_any_list ? !m.tool_calls.empty() : !m.content.has_value();
     if (m.role == "assistant" && calls) {
       is_tool = false;
       for (const ChatToolCall& c : m.tool_calls) {
-        const std::string args = qwen ? chat_tojson(c.arguments) : arguments_text(c);
-        const std::string call =
-            cat({kCallBegin, c.type, kSep, c.name, "\n```json\n", args, "\n```", kCallEnd});
+        const std::string args = style.args_as_json ? chat_tojson(c.arguments) : arguments_text(c);
+        const std::string call = cat({kCallBegin, c.type, kSep, c.name, "\n```json\n", args, "\n```", kCallEnd});
         if (!is_first) {
           out += cat({kAssistant, kCallsBegin, call});
           is_first = true;
         } else {
+          // The V3 / R1 / R1-Distill-Llama templates close the block after each later call.
           out += "\n" + call;
-          if (!qwen) out += cat({kCallsEnd, kEnd});
+          if (!style.calls_on_any_list) out += cat({kCallsEnd, kEnd});
         }
       }
-      if (qwen) out += cat({kCallsEnd, kEnd});
+      if (style.calls_on_any_list) out += cat({kCallsEnd, kEnd});
     }
     if (m.role == "assistant" && m.content.has_value()) {
       if (is_tool) {
         out += cat({kOutputsEnd, *m.content, kEnd});
         is_tool = false;
       } else {
-        out += cat({kAssistant, after_think(*m.content, true), kEnd});
+        out += cat({kAssistant, style.strip_reasoning ? after_think(*m.content, true) : *m.content, kEnd});
       }
     }
     if (m.role == "tool") {
@@ -194,8 +197,8 @@ Result<std::string> render_r1_distill(const ChatInput& in, const std::string& bo
   }
   if (is_tool) out += kOutputsEnd;
   if (in.add_generation_prompt && !is_tool) {
-    out += cat({kAssistant, "<think>\n"});
-    if (qwen && !in.enable_thinking.value_or(false)) out += "</think>";
+    out += cat({kAssistant, style.generation});
+    if (style.close_unless_enable_thinking && !in.enable_thinking.value_or(false)) out += "</think>";
   }
   return out;
 }

@@ -83,12 +83,6 @@ std::string names_list() {
   return s;
 }
 
-// R1 templates drop the reasoning of earlier assistant turns: only text after "</think>".
-std::string_view strip_reasoning(std::string_view content) {
-  const size_t at = content.rfind(kThinkClose);
-  return at == std::string_view::npos ? content : content.substr(at + kThinkClose.size());
-}
-
 // A ChatML template's built-in system prompt: the literal text after
 // '<|im_start|>system\n' (escaped newline inside a Jinja string) up to '<|im_end|>'.
 std::string chatml_default_system(std::string_view tmpl) {
@@ -204,6 +198,8 @@ bool ChatTemplate::opens_reasoning(std::string_view prompt) {
 
 ToolCallFormat ChatTemplate::tool_call_format() const {
   switch (format_) {
+    case ChatFormat::DEEPSEEK3:
+    case ChatFormat::DEEPSEEK_R1:
     case ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA:
     case ChatFormat::DEEPSEEK_R1_DISTILL_QWEN:
       return ToolCallFormat::R1;
@@ -229,30 +225,6 @@ const char* ChatTemplate::name() const {
 namespace {
 
 using Messages = std::span<const ChatMessage>;
-
-// <bos>{system}<｜User｜>{user}<｜Assistant｜>{assistant}<eos>...; all system prompts go first,
-// joined by a blank line. R1: earlier answers lose their reasoning, and the generation prompt
-// opens it ("<think>\n").
-std::string render_deepseek3(Messages messages, const std::string& bos, const std::string& eos, bool r1, bool gen) {
-  std::string system;
-  for (const auto& m : messages) {
-    if (m.role == "system") system += (system.empty() ? "" : "\n\n") + m.text();
-  }
-  std::string out = bos + system;
-  for (const auto& m : messages) {
-    if (m.role == "user") {
-      out += kUser;
-      out += m.text();
-    } else if (m.role == "assistant") {
-      const std::string content = m.text();
-      out += kAssistant;
-      out += r1 ? strip_reasoning(content) : std::string_view(content);
-      out += eos;
-    }
-  }
-  if (gen) out += std::string(kAssistant) + (r1 ? "<think>\n" : "");
-  return out;
-}
 
 // <bos>{system}\n\nUser: {user}\n\nAssistant: {assistant}<eos>...; generation: "Assistant:".
 std::string render_deepseek2(Messages messages, const std::string& bos, const std::string& eos, bool gen) {
@@ -320,9 +292,9 @@ Result<std::string> ChatTemplate::render(const ChatInput& in) const {
   }
   switch (format_) {
     case ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA:
-      return chat::render_r1_distill(in, bos_, false);
+      return chat::render_r1_family(in, bos_, chat::kR1DistillLlamaStyle);
     case ChatFormat::DEEPSEEK_R1_DISTILL_QWEN:
-      return chat::render_r1_distill(in, bos_, true);
+      return chat::render_r1_family(in, bos_, chat::kR1DistillQwenStyle);
     case ChatFormat::DEEPSEEK_V3_1:
       return chat::render_v3_1(in, bos_);
     case ChatFormat::DEEPSEEK_V3_2:
@@ -332,9 +304,9 @@ Result<std::string> ChatTemplate::render(const ChatInput& in) const {
     case ChatFormat::DEEPSEEK_V4_FLASH:
       return chat::render_dsml(in, bos_, chat::DsmlVersion::V4_FLASH);
     case ChatFormat::DEEPSEEK3:
-      return render_deepseek3(messages, bos_, eos_, false, add_generation_prompt);
+      return chat::render_r1_family(in, bos_, chat::kV3Style);
     case ChatFormat::DEEPSEEK_R1:
-      return render_deepseek3(messages, bos_, eos_, true, add_generation_prompt);
+      return chat::render_r1_family(in, bos_, chat::kR1Style);
     case ChatFormat::DEEPSEEK2:
       return render_deepseek2(messages, bos_, eos_, add_generation_prompt);
     case ChatFormat::DEEPSEEK_CODER:
