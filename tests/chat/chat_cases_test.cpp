@@ -1,12 +1,17 @@
 // The published DeepSeek chat templates against ../shared/chat: every render case
 // (render_cases.json: messages, tools and switches -> the exact prompt that Jinja2 writes
 // under Hugging Face's settings) byte for byte, recognition of each template file, and every
-// tool-call parse case (parse_cases.json), whole and streamed in small pieces.
+// tool-call parse case (parse_cases.json), whole and streamed in small pieces; a GGUF's template
+// recognized exactly, by its markers, or not at all (with the warning naming the fallback).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "model/chat_template.h"
+#include "model/tokenizer.h"
 #include "model/tool_call_parser.h"
 #include "test_util.h"
 
@@ -229,6 +234,55 @@ TEST(ToolCallParser, OpenerPrefillParsesAsTheCallStart) {
     EXPECT_EQ(json::parse(w.calls[0].arguments), json({{"a", 1}}));
     EXPECT_EQ(w.content, "");
   }
+}
+
+}  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+// A copy of the DeepSeek-V3 vocabulary file with another tokenizer.chat_template.
+std::string vocab_with_template(const std::string& tmpl, const std::string& dir) {
+  auto src = GgufFile::open(test::shared_path("tokenizer/ggml-vocab-deepseek-v3.gguf"));
+  EXPECT_TRUE(src) << src.message();
+  GgufWriter w;
+  for (const auto& [k, v] : (*src)->metadata()) w.set(k, v);
+  w.set("tokenizer.chat_template", gguf_str(tmpl));
+  const std::string path = dir + "/vocab.gguf";
+  EXPECT_TRUE(w.begin(path).is_ok());
+  EXPECT_TRUE(w.finish().is_ok());
+  return path;
+}
+
+struct FromFile {
+  ChatFormat format;
+  std::string warning;
+};
+
+FromFile from_file(const std::string& tmpl) {
+  const std::string dir = test::make_temp_dir("chat_tmpl");
+  auto file = GgufFile::open(vocab_with_template(tmpl, dir));
+  EXPECT_TRUE(file) << file.message();
+  auto tok = Tokenizer::from_gguf(**file);
+  EXPECT_TRUE(tok) << tok.message();
+  auto t = ChatTemplate::from_gguf(**file, **tok);
+  EXPECT_TRUE(t) << t.message();
+  std::filesystem::remove_all(dir);
+  return {t->format(), t->warning()};
+}
+
+TEST(ChatCases, GgufTemplatesExactByMarkersOrFallbackWithAWarning) {
+  const std::string v4 = test::read_file_text(test::shared_path("chat/templates/deepseek-ai-DeepSeek-V4.jinja"));
+  FromFile exact = from_file(v4);
+  EXPECT_EQ(exact.format, ChatFormat::DEEPSEEK_V4);
+  EXPECT_EQ(exact.warning, "");
+  FromFile edited = from_file(v4 + "{# edited #}");
+  EXPECT_EQ(edited.format, ChatFormat::DEEPSEEK_V4);
+  EXPECT_NE(edited.warning.find("'deepseek-v4'"), std::string::npos) << edited.warning;
+  FromFile unknown = from_file("{{ messages | something_else }}");
+  EXPECT_EQ(unknown.format, ChatFormat::DEEPSEEK3);
+  EXPECT_NE(unknown.warning.find("falling back to 'deepseek3'"), std::string::npos) << unknown.warning;
 }
 
 }  // namespace
