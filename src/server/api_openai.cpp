@@ -143,6 +143,12 @@ std::string check_calls(const ChatCall& call) {
   return "";
 }
 
+// A forced call that came out wrong is an error, except when max_tokens cut it off: that is
+// finish_reason "length" with the text so far, as for any other output.
+bool forced_call_failed(const ChatCall& call, const GenResult& g, const std::string& problem) {
+  return call.chat->forced && !problem.empty() && g.stop_type != "limit";
+}
+
 const char* chat_finish_reason(const ChatCall& call, const GenResult& g) {
   const bool calls = !call.output->calls().empty() && call.output->error().empty();
   return calls ? "tool_calls" : finish_reason(g);
@@ -165,7 +171,7 @@ HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpR
   ChatOutput& out = *call.output;
   ChatOutput::Delta a = out.prefill(call.prefill), b = out.push(g.content), c = out.flush();
   const std::string problem = check_calls(call);
-  if (!problem.empty() && call.chat->forced) return make_error(err(500, problem, "server_error"), 1);
+  if (forced_call_failed(call, g, problem)) return make_error(err(500, problem, "server_error"), 1);
   ctx.counters.completions_ok++;
   json msg = {{"role", "assistant"}, {"content", a.content + b.content + c.content}};
   const std::string reasoning = a.reasoning + b.reasoning + c.reasoning;
@@ -233,7 +239,7 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
   }
   send_delta(call.output->flush());
   const std::string problem = check_calls(call);
-  if (!problem.empty() && call.chat->forced) {
+  if (forced_call_failed(call, g, problem)) {
     sink.write(sse_data({{"error", {{"code", 500}, {"message", problem}, {"type", "server_error"}}}}));
     return;
   }

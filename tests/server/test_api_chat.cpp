@@ -228,6 +228,11 @@ TEST_F(ApiChat, ForcedCallsArePrefilledAndValidated) {
   HttpResponse bad = call({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}});
   EXPECT_EQ(bad.status, 500) << bad.body;
   EXPECT_NE(bad.body.find("arguments.city is required"), std::string::npos) << bad.body;
+  // Cut off by max_tokens: finish_reason "length" with the text so far, not an error.
+  j = post({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}, {"max_tokens", 5}});
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], named + "{\"tow");
 }
 
 TEST_F(ApiChat, ToolChoiceNoneHidesToolsAndSwitchesReachTheTemplate) {
