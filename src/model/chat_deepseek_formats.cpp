@@ -29,7 +29,8 @@ constexpr std::string_view kV32ToolsHeader =
     "## Tools\n"
     "\n"
     "You have access to a set of tools you can use to answer the user's question.\n"
-    "You can invoke functions by writing a \"<｜DSML｜function_calls>\" block like the following as part of your reply to the user:\n"
+    "You can invoke functions by writing a \"<｜DSML｜function_calls>\" block like the following as part of your reply "
+    "to the user:\n"
     "<｜DSML｜function_calls>\n"
     "<｜DSML｜invoke name=\"$FUNCTION_NAME\">\n"
     "<｜DSML｜parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE</｜DSML｜parameter>\n"
@@ -40,9 +41,12 @@ constexpr std::string_view kV32ToolsHeader =
     "</｜DSML｜invoke>\n"
     "</｜DSML｜function_calls>\n"
     "\n"
-    "String and scalar parameters should be specified as is without any escaping or quotes, while lists and objects should use JSON format. The \"string\" attribute should be set to \"true\" for string type parameters and \"false\" for other types (numbers, booleans, arrays, objects).\n"
+    "String and scalar parameters should be specified as is without any escaping or quotes, while lists and objects "
+    "should use JSON format. The \"string\" attribute should be set to \"true\" for string type parameters and "
+    "\"false\" for other types (numbers, booleans, arrays, objects).\n"
     "\n"
-    "If the thinking_mode is enabled, then after function results you should strongly consider outputting a thinking block. Here is an example:\n"
+    "If the thinking_mode is enabled, then after function results you should strongly consider outputting a thinking "
+    "block. Here is an example:\n"
     "\n"
     "<｜DSML｜function_calls>\n"
     "...\n"
@@ -59,7 +63,8 @@ constexpr std::string_view kV32ToolsHeader =
 constexpr std::string_view kV4ToolsHeader =
     "## Tools\n"
     "\n"
-    "You have access to a set of tools to help answer the user's question. You can invoke tools by writing a \"<｜DSML｜tool_calls>\" block like the following:\n"
+    "You have access to a set of tools to help answer the user's question. You can invoke tools by writing a "
+    "\"<｜DSML｜tool_calls>\" block like the following:\n"
     "\n"
     "<｜DSML｜tool_calls>\n"
     "<｜DSML｜invoke name=\"$TOOL_NAME\">\n"
@@ -71,9 +76,11 @@ constexpr std::string_view kV4ToolsHeader =
     "</｜DSML｜invoke>\n"
     "</｜DSML｜tool_calls>\n"
     "\n"
-    "String parameters should be specified as is and set `string=\"true\"`. For all other types (numbers, booleans, arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n"
+    "String parameters should be specified as is and set `string=\"true\"`. For all other types (numbers, booleans, "
+    "arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n"
     "\n"
-    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside <think>...</think> BEFORE any tool calls or final response.\n"
+    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside "
+    "<think>...</think> BEFORE any tool calls or final response.\n"
     "\n"
     "Otherwise, output directly after </think> with tool calls or final response.\n"
     "\n"
@@ -81,13 +88,18 @@ constexpr std::string_view kV4ToolsHeader =
     "\n";
 constexpr std::string_view kEffortAbsoluteMax =
     "Reasoning Effort: Absolute maximum with no shortcuts permitted.\n"
-    "You MUST be very thorough in your thinking and comprehensively decompose the problem to resolve the root cause, rigorously stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n"
-    "Explicitly write out your entire deliberation process, documenting every intermediate step, considered alternative, and rejected hypothesis to ensure absolutely no assumption is left unchecked.\n"
+    "You MUST be very thorough in your thinking and comprehensively decompose the problem to resolve the root cause, "
+    "rigorously stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n"
+    "Explicitly write out your entire deliberation process, documenting every intermediate step, considered "
+    "alternative, and rejected hypothesis to ensure absolutely no assumption is left unchecked.\n"
     "\n";
 constexpr std::string_view kEffortBeyondMax =
     "Reasoning Effort: Beyond maximum — exhaustive, relentless, and uncompromising.\n"
-    "You MUST reason with the utmost depth and rigor, leaving absolutely nothing to chance: exhaustively decompose the problem into its most fundamental components, trace every causal chain to its root, and resolve the underlying cause rather than any surface symptom.\n"
-    "Do not stop reasoning until you have independently verified the solution from multiple angles and are certain that no assumption remains unchecked and no error remains undiscovered.\n"
+    "You MUST reason with the utmost depth and rigor, leaving absolutely nothing to chance: exhaustively decompose the "
+    "problem into its most fundamental components, trace every causal chain to its root, and resolve the underlying "
+    "cause rather than any surface symptom.\n"
+    "Do not stop reasoning until you have independently verified the solution from multiple angles and are certain "
+    "that no assumption remains unchecked and no error remains undiscovered.\n"
     "\n";
 // V4's response-format preamble (followed by the format as JSON).
 constexpr std::string_view kResponseFormat =
@@ -290,8 +302,8 @@ std::string dsml_system_prompt(const ChatInput& in, DsmlVersion version) {
   std::string sp = joined_system(in);
   const bool v4 = version != DsmlVersion::V3_2;
   if (tools_given(in)) {
-    const std::string block = cat({v4 ? kV4ToolsHeader : kV32ToolsHeader, tool_schemas(in.tools),
-                                   v4 ? kV4ToolsFooter : kV32ToolsFooter});
+    const std::string block =
+        cat({v4 ? kV4ToolsHeader : kV32ToolsHeader, tool_schemas(in.tools), v4 ? kV4ToolsFooter : kV32ToolsFooter});
     sp = sp.empty() ? block : sp + "\n\n" + block;
   }
   if (v4 && !in.response_format.is_null()) {
@@ -404,8 +416,7 @@ Result<std::string> render_v4(const ChatInput& in, const std::string& bos, DsmlV
       in_user = false;
       out += kAssistant;
       const bool after_last_user = static_cast<int>(i) > last_user;
-      const bool keep_reasoning =
-          thinking && (!in.drop_thinking || has_tools || after_last_user || has_tool_results);
+      const bool keep_reasoning = thinking && (!in.drop_thinking || has_tools || after_last_user || has_tool_results);
       out += keep_reasoning ? thinking_block(m) : "</think>";
       out += m.text();
       if (!m.tool_calls.empty()) {

@@ -89,7 +89,7 @@ std::string json_escape(std::string_view s) {
 const ToolCallSyntax kR1{kCallsBegin, kCallsEnd, kCallBegin, false, true};
 const ToolCallSyntax kV31{kCallsBegin, kCallsEnd, kCallBegin, false, false};
 const ToolCallSyntax kV32{"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜invoke name=\"", true,
-                                  false};
+                          false};
 const ToolCallSyntax kV4{"<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", "<｜DSML｜invoke name=\"", true, false};
 
 const ToolCallSyntax* syntax_for(ToolCallFormat f) {
@@ -290,8 +290,8 @@ bool ToolCallParser::step(std::vector<ToolCallEvent>& out) {
         const std::string key = head.substr(0, attr);
         param_string_ = attr == std::string::npos || head.substr(attr + kStringAttr.size()) == "true";
         buf_.erase(0, at + 2);
-        emit_args(out, std::string(first_param_ ? "{" : ", ") + "\"" + json_escape(key) + "\": " +
-                           (param_string_ ? "\"" : ""));
+        emit_args(out, std::string(first_param_ ? "{" : ", ") + "\"" + json_escape(key) +
+                           "\": " + (param_string_ ? "\"" : ""));
         first_param_ = false;
         state_ = State::PARAM_VALUE;
         return true;

@@ -2,10 +2,12 @@
 // serves streaming and non-streaming responses (a whole text is one push and a flush), so a
 // stream's deltas always add up to the non-streaming message.
 //
-// Formats (../shared/chat/README.md):
-//   R1    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
-//   V3_1  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
-//   V3_2  <｜DSML｜function_calls><｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>...</｜DSML｜invoke>...</｜DSML｜function_calls>
+// Formats (../shared/chat/README.md; docs/chat.md has the markup in full):
+//   R1    <｜tool▁calls▁begin｜>, per call <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+//         then ```json ARGS ``` and <｜tool▁call▁end｜>, then <｜tool▁calls▁end｜>
+//   V3_1  the same block; a call is <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>
+//   V3_2  a <｜DSML｜function_calls> block with one <｜DSML｜invoke name="NAME"> per call
+//         holding <｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>
 //   V4    the same DSML markup in a <｜DSML｜tool_calls> block
 // DSML parameters become a JSON object: string="true" values are raw text (escaped here),
 // string="false" values are JSON.
@@ -89,8 +91,8 @@ class ToolCallParser {
   const ToolCallSyntax* syntax_;
   int max_calls_;
   State state_ = State::TEXT;
-  std::string buf_;       // text not consumed yet
-  std::string ws_held_;   // trailing whitespace of content (dropped before a call block)
+  std::string buf_;      // text not consumed yet
+  std::string ws_held_;  // trailing whitespace of content (dropped before a call block)
   bool param_string_ = false;
   bool first_param_ = true;
   std::vector<ParsedToolCall> calls_;

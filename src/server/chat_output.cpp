@@ -13,7 +13,9 @@ std::string new_tool_call_id() {
 }
 
 ChatOutput::ChatOutput(std::unique_ptr<ReasoningFilter> reasoning, ToolCallFormat format, bool parallel)
-    : reasoning_(std::move(reasoning)), parser_(format, parallel ? 1 << 30 : 1), parse_(format != ToolCallFormat::NONE) {}
+    : reasoning_(std::move(reasoning)),
+      parser_(format, parallel ? 1 << 30 : 1),
+      parse_(format != ToolCallFormat::NONE) {}
 
 ChatOutput::Delta ChatOutput::from_content(std::string_view content, const std::string& reasoning, bool last) {
   Delta d;

@@ -17,7 +17,7 @@ class ChatOutput {
  public:
   struct CallDelta {
     int index = 0;
-    std::string id;    // set on the call's first delta, with the name
+    std::string id;  // set on the call's first delta, with the name
     std::string name;
     std::string arguments;  // a fragment of the JSON text
   };

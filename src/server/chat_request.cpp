@@ -147,15 +147,18 @@ std::optional<ApiError> parse_tool_choice(const json& body, ChatRequest* r) {
       "...}}";
   if (it->is_string()) {
     const std::string s = it->get<std::string>();
-    if (s == "auto") r->tool_choice = ToolChoice::AUTO;
-    else if (s == "none") r->tool_choice = ToolChoice::NONE;
-    else if (s == "required") r->tool_choice = ToolChoice::REQUIRED;
-    else return err(400, expected + " (got '" + s + "')");
+    if (s == "auto")
+      r->tool_choice = ToolChoice::AUTO;
+    else if (s == "none")
+      r->tool_choice = ToolChoice::NONE;
+    else if (s == "required")
+      r->tool_choice = ToolChoice::REQUIRED;
+    else
+      return err(400, expected + " (got '" + s + "')");
     return std::nullopt;
   }
   if (!it->is_object() || it->value("type", "") != "function" || !it->contains("function") ||
-      !(*it)["function"].is_object() || !(*it)["function"].contains("name") ||
-      !(*it)["function"]["name"].is_string()) {
+      !(*it)["function"].is_object() || !(*it)["function"].contains("name") || !(*it)["function"]["name"].is_string()) {
     return err(400, expected);
   }
   r->tool_choice = ToolChoice::NAMED;
@@ -188,15 +191,16 @@ std::optional<ApiError> parse_switches(const json& body, ChatInput* in) {
   if (kw != body.end() && !kw->is_null()) {
     if (!kw->is_object()) return err(400, "\"chat_template_kwargs\" must be an object");
     if (auto e = parse_bool_field(*kw, "thinking", "chat_template_kwargs.thinking", &in->thinking)) return e;
-    if (auto e = parse_bool_field(*kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &in->enable_thinking)) {
+    if (auto e =
+            parse_bool_field(*kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &in->enable_thinking)) {
       return e;
     }
     std::optional<bool> drop;
     if (auto e = parse_bool_field(*kw, "drop_thinking", "chat_template_kwargs.drop_thinking", &drop)) return e;
     if (drop) in->drop_thinking = *drop;
     if (kw->contains("reasoning_effort")) {
-      if (auto e = parse_effort((*kw)["reasoning_effort"], "chat_template_kwargs.reasoning_effort",
-                                &in->reasoning_effort)) {
+      if (auto e =
+              parse_effort((*kw)["reasoning_effort"], "chat_template_kwargs.reasoning_effort", &in->reasoning_effort)) {
         return e;
       }
     }
@@ -252,9 +256,10 @@ std::optional<ApiError> parse_chat_request(const json& body, const TextCodec& co
   }
   r->format = codec.tool_call_format();
   if (r->format == ToolCallFormat::NONE) {
-    return err(400, "\"tools\": the chat format '" + codec.chat_template_name() +
-                        "' has no tool-call syntax; choose one that has with --chat-template (deepseek-r1-distill-qwen, "
-                        "deepseek-v3.1, deepseek-v3.2, deepseek-v4, ...)");
+    return err(400,
+               "\"tools\": the chat format '" + codec.chat_template_name() +
+                   "' has no tool-call syntax; choose one that has with --chat-template (deepseek-r1-distill-qwen, "
+                   "deepseek-v3.1, deepseek-v3.2, deepseek-v4, ...)");
   }
   if (r->tool_choice == ToolChoice::REQUIRED || r->tool_choice == ToolChoice::NAMED) {
     ToolCallConstraint c;
@@ -284,7 +289,8 @@ std::string validate_arguments(const json& v, const json& schema, const std::str
     if (t == "object") return v.is_object();
     if (t == "array") return v.is_array();
     if (t == "string") return v.is_string();
-    if (t == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<int64_t>(v.get<double>()));
+    if (t == "integer")
+      return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<int64_t>(v.get<double>()));
     if (t == "number") return v.is_number();
     if (t == "boolean") return v.is_boolean();
     if (t == "null") return v.is_null();
@@ -307,7 +313,8 @@ std::string validate_arguments(const json& v, const json& schema, const std::str
   if (v.is_object()) {
     if (auto req = schema.find("required"); req != schema.end() && req->is_array()) {
       for (const json& k : *req) {
-        if (k.is_string() && !v.contains(k.get<std::string>())) return path + "." + k.get<std::string>() + " is required";
+        if (k.is_string() && !v.contains(k.get<std::string>()))
+          return path + "." + k.get<std::string>() + " is required";
       }
     }
     if (auto props = schema.find("properties"); props != schema.end() && props->is_object()) {

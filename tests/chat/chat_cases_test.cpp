@@ -55,8 +55,8 @@ std::string first_mismatch(const std::string& want, const std::string& got) {
   size_t i = 0;
   while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
   const size_t from = i > 40 ? i - 40 : 0;
-  return "first difference at byte " + std::to_string(i) + "\n  want: ..." + want.substr(from, 120) +
-         "\n  got:  ..." + got.substr(from, 120);
+  return "first difference at byte " + std::to_string(i) + "\n  want: ..." + want.substr(from, 120) + "\n  got:  ..." +
+         got.substr(from, 120);
 }
 
 TEST(ChatCases, EveryTemplateFileIsRecognizedExactly) {
@@ -188,11 +188,12 @@ TEST(ChatCases, AllParseCases) {
 }
 
 TEST(ToolCallParser, MalformedAndUnfinishedCallsAreErrors) {
-  auto bad_json = ToolCallParser::parse("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": <｜tool▁call▁end｜>",
-                                        ToolCallFormat::V3_1);
+  auto bad_json = ToolCallParser::parse(
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": <｜tool▁call▁end｜>", ToolCallFormat::V3_1);
   EXPECT_NE(bad_json.error.find("'f'"), std::string::npos) << bad_json.error;
-  auto cut = ToolCallParser::parse("<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"x\" string=\"true\">ab",
-                                   ToolCallFormat::V4);
+  auto cut = ToolCallParser::parse(
+      "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"x\" string=\"true\">ab",
+      ToolCallFormat::V4);
   EXPECT_NE(cut.error.find("ended inside the call to 'f'"), std::string::npos) << cut.error;
   // Text that only looks like the start of a marker is content.
   auto text = ToolCallParser::parse("a <｜tool and more", ToolCallFormat::V3_1);
@@ -223,9 +224,11 @@ TEST(ToolCallParser, OpenerPrefillParsesAsTheCallStart) {
       {ToolCallFormat::R1, "{\"a\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {ToolCallFormat::V3_1, "{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {ToolCallFormat::V3_2,
-       "<｜DSML｜parameter name=\"a\" string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"},
+       "<｜DSML｜parameter name=\"a\" "
+       "string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"},
       {ToolCallFormat::V4,
-       "<｜DSML｜parameter name=\"a\" string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"},
+       "<｜DSML｜parameter name=\"a\" "
+       "string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"},
   };
   for (const auto& [f, tail] : rest) {
     auto w = ToolCallParser::parse(tool_call_opener(f, "get") + tail, f);

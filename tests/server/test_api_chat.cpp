@@ -301,8 +301,9 @@ TEST_F(ApiChat, BadToolsAndMessagesNameTheField) {
       "function": {"arguments": "{}"}}]}])")}},
              "messages[0].tool_calls[0].function.name");
   expect_400({{"messages", json::parse(R"([{"role": "robot", "content": "x"}])")}}, "messages[0].role");
-  expect_400({{"messages", u}, {"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}},
-             "tool_choice.function.name");
+  expect_400(
+      {{"messages", u}, {"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}},
+      "tool_choice.function.name");
   expect_400({{"messages", u}, {"tool_choice", "required"}}, "tool_choice");
   expect_400({{"messages", u}, {"tools", kTools}, {"tool_choice", "sometimes"}}, "tool_choice");
   expect_400({{"messages", u}, {"thinking", {{"type", "maybe"}}}}, "\\\"thinking\\\"");
