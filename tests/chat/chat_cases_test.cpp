@@ -84,6 +84,18 @@ TEST(ChatCases, EveryTemplateFileIsRecognizedExactly) {
   }
 }
 
+TEST(ChatCases, TojsonWritesWhatPythonJsonDumpsWrites) {
+  // Expected texts from Python 3: json.dumps(value, ensure_ascii=False).
+  const json floats = json::parse(
+      "[1e15, 1e16, 0.0001, 0.00001, 1.5, -0.0, 100.0, 3.14159, 1e300, 2.5e-8, 123456789.125, 0.1, "
+      "0.3333333333333333, -2.5e-05]");
+  EXPECT_EQ(chat_tojson(floats),
+            "[1000000000000000.0, 1e+16, 0.0001, 1e-05, 1.5, -0.0, 100.0, 3.14159, 1e+300, 2.5e-08, 123456789.125, "
+            "0.1, 0.3333333333333333, -2.5e-05]");
+  const json mixed = json::parse(R"({"a": "é\n\"\\ \u0001", "b": [], "c": {}, "d": [1, {"e": null, "f": true}]})");
+  EXPECT_EQ(chat_tojson(mixed), R"({"a": "é\n\"\\ \u0001", "b": [], "c": {}, "d": [1, {"e": null, "f": true}]})");
+}
+
 TEST(ChatCases, AllRenderCasesByteForByte) {
   const json data = load_json("chat/render_cases.json");
   const std::string bos = data.at("bos_token").get<std::string>();
