@@ -183,143 +183,167 @@ void ToolCallParser::end_call() {
   state_ = static_cast<int>(calls_.size()) >= max_calls_ ? State::DONE : State::BETWEEN_CALLS;
 }
 
-bool ToolCallParser::step(std::vector<ToolCallEvent>& out) {
+bool ToolCallParser::step_text(std::vector<ToolCallEvent>& out) {
   const ToolCallSyntax& s = *syntax_;
+  const size_t at = buf_.find(s.block_open);
+  if (at != std::string::npos) {
+    emit_content(out, std::string_view(buf_).substr(0, at), false);
+    ws_held_.clear();
+    buf_.erase(0, at + s.block_open.size());
+    state_ = State::BETWEEN_CALLS;
+    return true;
+  }
+  const size_t keep = partial_suffix(buf_, s.block_open);
+  emit_content(out, std::string_view(buf_).substr(0, buf_.size() - keep), false);
+  buf_.erase(0, buf_.size() - keep);
+  return false;
+}
+
+bool ToolCallParser::step_between_calls(std::vector<ToolCallEvent>& out) {
+  const ToolCallSyntax& s = *syntax_;
+  skip_ws(buf_);
+  if (buf_.starts_with(s.call_open)) {
+    buf_.erase(0, s.call_open.size());
+    state_ = State::CALL_HEAD;
+    return true;
+  }
+  if (buf_.starts_with(s.block_close)) {
+    buf_.erase(0, s.block_close.size());
+    state_ = State::TEXT;
+    return true;
+  }
+  if (s.call_open.starts_with(buf_) || s.block_close.starts_with(buf_)) return false;
+  fail("unexpected text in the tool-call block: " + buf_.substr(0, 40));
+  return false;
+}
+
+bool ToolCallParser::step_call_head(std::vector<ToolCallEvent>& out) {
+  const ToolCallSyntax& s = *syntax_;
+  if (s.dsml) {
+    const size_t at = buf_.find("\">");
+    if (at == std::string::npos) return false;
+    std::string name = buf_.substr(0, at);
+    buf_.erase(0, at + 2);
+    begin_call(out, std::move(name));
+    first_param_ = true;
+    state_ = State::PARAMS;
+    return true;
+  }
+  const size_t sep = buf_.find(kSep);
+  if (sep == std::string::npos) return false;
+  size_t name_start = sep + kSep.size(), args_start = name_start;
+  std::string name;
+  if (s.typed_head) {  // function<sep>NAME\n```json\n
+    const size_t fence = buf_.find(kFenceJson, name_start);
+    if (fence == std::string::npos || fence + kFenceJson.size() >= buf_.size()) return false;
+    name = trim(std::string_view(buf_).substr(name_start, fence - name_start));
+    args_start = fence + kFenceJson.size();
+    if (buf_[args_start] == '\n') ++args_start;
+  } else {  // NAME<sep>
+    name = trim(std::string_view(buf_).substr(0, sep));
+  }
+  buf_.erase(0, args_start);
+  begin_call(out, std::move(name));
+  state_ = State::ARGS_RAW;
+  return true;
+}
+
+bool ToolCallParser::step_args_raw(std::vector<ToolCallEvent>& out) {
+  const ToolCallSyntax& s = *syntax_;
+  const std::string_view term = s.typed_head ? kFence : kCallEnd;
+  const size_t at = buf_.find(term);
+  const size_t n = at != std::string::npos ? at : buf_.size() - partial_suffix(buf_, term);
+  // Trailing whitespace waits: it is dropped when the terminator follows.
+  std::string chunk = ws_held_ + buf_.substr(0, n);
+  size_t end = chunk.size();
+  while (end > 0 && is_ws(chunk[end - 1])) --end;
+  ws_held_ = at != std::string::npos ? "" : chunk.substr(end);
+  chunk.resize(end);
+  emit_args(out, std::move(chunk));
+  if (at == std::string::npos) {
+    buf_.erase(0, n);
+    return false;
+  }
+  buf_.erase(0, at + term.size());
+  if (s.typed_head) {
+    state_ = State::ARGS_AFTER;
+  } else {
+    end_call();
+  }
+  return true;
+}
+
+bool ToolCallParser::step_args_after(std::vector<ToolCallEvent>& out) {
+  skip_ws(buf_);
+  if (buf_.starts_with(kCallEnd)) {
+    buf_.erase(0, kCallEnd.size());
+    end_call();
+    return true;
+  }
+  if (kCallEnd.starts_with(buf_)) return false;
+  fail("expected " + std::string(kCallEnd) + " after the arguments of '" + calls_.back().name + "'");
+  return false;
+}
+
+bool ToolCallParser::step_params(std::vector<ToolCallEvent>& out) {
+  skip_ws(buf_);
+  if (buf_.starts_with(kParamOpen)) {
+    const size_t at = buf_.find("\">", kParamOpen.size());
+    if (at == std::string::npos) return false;
+    const std::string head = buf_.substr(kParamOpen.size(), at - kParamOpen.size());
+    constexpr std::string_view kStringAttr = "\" string=\"";
+    const size_t attr = head.find(kStringAttr);
+    const std::string key = head.substr(0, attr);
+    param_string_ = attr == std::string::npos || head.substr(attr + kStringAttr.size()) == "true";
+    buf_.erase(0, at + 2);
+    emit_args(out,
+              std::string(first_param_ ? "{" : ", ") + "\"" + json_escape(key) + "\": " + (param_string_ ? "\"" : ""));
+    first_param_ = false;
+    state_ = State::PARAM_VALUE;
+    return true;
+  }
+  if (buf_.starts_with(kInvokeClose)) {
+    buf_.erase(0, kInvokeClose.size());
+    emit_args(out, first_param_ ? "{}" : "}");
+    end_call();
+    return true;
+  }
+  if (kParamOpen.starts_with(buf_) || kInvokeClose.starts_with(buf_)) return false;
+  fail("unexpected text in the call to '" + calls_.back().name + "': " + buf_.substr(0, 40));
+  return false;
+}
+
+bool ToolCallParser::step_param_value(std::vector<ToolCallEvent>& out) {
+  const size_t at = buf_.find(kParamClose);
+  const size_t n = at != std::string::npos ? at : buf_.size() - partial_suffix(buf_, kParamClose);
+  const std::string_view value = std::string_view(buf_).substr(0, n);
+  emit_args(out, param_string_ ? json_escape(value) : std::string(value));
+  if (at == std::string::npos) {
+    buf_.erase(0, n);
+    return false;
+  }
+  buf_.erase(0, at + kParamClose.size());
+  if (param_string_) emit_args(out, "\"");
+  state_ = State::PARAMS;
+  return true;
+}
+
+bool ToolCallParser::step(std::vector<ToolCallEvent>& out) {
   switch (state_) {
-    case State::TEXT: {
-      const size_t at = buf_.find(s.block_open);
-      if (at != std::string::npos) {
-        emit_content(out, std::string_view(buf_).substr(0, at), false);
-        ws_held_.clear();
-        buf_.erase(0, at + s.block_open.size());
-        state_ = State::BETWEEN_CALLS;
-        return true;
-      }
-      const size_t keep = partial_suffix(buf_, s.block_open);
-      emit_content(out, std::string_view(buf_).substr(0, buf_.size() - keep), false);
-      buf_.erase(0, buf_.size() - keep);
-      return false;
-    }
-    case State::BETWEEN_CALLS: {
-      skip_ws(buf_);
-      if (buf_.starts_with(s.call_open)) {
-        buf_.erase(0, s.call_open.size());
-        state_ = State::CALL_HEAD;
-        return true;
-      }
-      if (buf_.starts_with(s.block_close)) {
-        buf_.erase(0, s.block_close.size());
-        state_ = State::TEXT;
-        return true;
-      }
-      if (s.call_open.starts_with(buf_) || s.block_close.starts_with(buf_)) return false;
-      fail("unexpected text in the tool-call block: " + buf_.substr(0, 40));
-      return false;
-    }
-    case State::CALL_HEAD: {
-      if (s.dsml) {
-        const size_t at = buf_.find("\">");
-        if (at == std::string::npos) return false;
-        std::string name = buf_.substr(0, at);
-        buf_.erase(0, at + 2);
-        begin_call(out, std::move(name));
-        first_param_ = true;
-        state_ = State::PARAMS;
-        return true;
-      }
-      const size_t sep = buf_.find(kSep);
-      if (sep == std::string::npos) return false;
-      size_t name_start = sep + kSep.size(), args_start = name_start;
-      std::string name;
-      if (s.typed_head) {  // function<sep>NAME\n```json\n
-        const size_t fence = buf_.find(kFenceJson, name_start);
-        if (fence == std::string::npos || fence + kFenceJson.size() >= buf_.size()) return false;
-        name = trim(std::string_view(buf_).substr(name_start, fence - name_start));
-        args_start = fence + kFenceJson.size();
-        if (buf_[args_start] == '\n') ++args_start;
-      } else {  // NAME<sep>
-        name = trim(std::string_view(buf_).substr(0, sep));
-      }
-      buf_.erase(0, args_start);
-      begin_call(out, std::move(name));
-      state_ = State::ARGS_RAW;
-      return true;
-    }
-    case State::ARGS_RAW: {
-      const std::string_view term = s.typed_head ? kFence : kCallEnd;
-      const size_t at = buf_.find(term);
-      const size_t n = at != std::string::npos ? at : buf_.size() - partial_suffix(buf_, term);
-      // Trailing whitespace waits: it is dropped when the terminator follows.
-      std::string chunk = ws_held_ + buf_.substr(0, n);
-      size_t end = chunk.size();
-      while (end > 0 && is_ws(chunk[end - 1])) --end;
-      ws_held_ = at != std::string::npos ? "" : chunk.substr(end);
-      chunk.resize(end);
-      emit_args(out, std::move(chunk));
-      if (at == std::string::npos) {
-        buf_.erase(0, n);
-        return false;
-      }
-      buf_.erase(0, at + term.size());
-      if (s.typed_head) {
-        state_ = State::ARGS_AFTER;
-      } else {
-        end_call();
-      }
-      return true;
-    }
-    case State::ARGS_AFTER: {
-      skip_ws(buf_);
-      if (buf_.starts_with(kCallEnd)) {
-        buf_.erase(0, kCallEnd.size());
-        end_call();
-        return true;
-      }
-      if (kCallEnd.starts_with(buf_)) return false;
-      fail("expected " + std::string(kCallEnd) + " after the arguments of '" + calls_.back().name + "'");
-      return false;
-    }
-    case State::PARAMS: {
-      skip_ws(buf_);
-      if (buf_.starts_with(kParamOpen)) {
-        const size_t at = buf_.find("\">", kParamOpen.size());
-        if (at == std::string::npos) return false;
-        const std::string head = buf_.substr(kParamOpen.size(), at - kParamOpen.size());
-        constexpr std::string_view kStringAttr = "\" string=\"";
-        const size_t attr = head.find(kStringAttr);
-        const std::string key = head.substr(0, attr);
-        param_string_ = attr == std::string::npos || head.substr(attr + kStringAttr.size()) == "true";
-        buf_.erase(0, at + 2);
-        emit_args(out, std::string(first_param_ ? "{" : ", ") + "\"" + json_escape(key) +
-                           "\": " + (param_string_ ? "\"" : ""));
-        first_param_ = false;
-        state_ = State::PARAM_VALUE;
-        return true;
-      }
-      if (buf_.starts_with(kInvokeClose)) {
-        buf_.erase(0, kInvokeClose.size());
-        emit_args(out, first_param_ ? "{}" : "}");
-        end_call();
-        return true;
-      }
-      if (kParamOpen.starts_with(buf_) || kInvokeClose.starts_with(buf_)) return false;
-      fail("unexpected text in the call to '" + calls_.back().name + "': " + buf_.substr(0, 40));
-      return false;
-    }
-    case State::PARAM_VALUE: {
-      const size_t at = buf_.find(kParamClose);
-      const size_t n = at != std::string::npos ? at : buf_.size() - partial_suffix(buf_, kParamClose);
-      const std::string_view value = std::string_view(buf_).substr(0, n);
-      emit_args(out, param_string_ ? json_escape(value) : std::string(value));
-      if (at == std::string::npos) {
-        buf_.erase(0, n);
-        return false;
-      }
-      buf_.erase(0, at + kParamClose.size());
-      if (param_string_) emit_args(out, "\"");
-      state_ = State::PARAMS;
-      return true;
-    }
+    case State::TEXT:
+      return step_text(out);
+    case State::BETWEEN_CALLS:
+      return step_between_calls(out);
+    case State::CALL_HEAD:
+      return step_call_head(out);
+    case State::ARGS_RAW:
+      return step_args_raw(out);
+    case State::ARGS_AFTER:
+      return step_args_after(out);
+    case State::PARAMS:
+      return step_params(out);
+    case State::PARAM_VALUE:
+      return step_param_value(out);
     case State::DONE:
       buf_.clear();
       return false;

@@ -80,7 +80,15 @@ class ToolCallParser {
 
  private:
   enum class State { TEXT, BETWEEN_CALLS, CALL_HEAD, ARGS_RAW, ARGS_AFTER, PARAMS, PARAM_VALUE, DONE };
-  bool step(std::vector<ToolCallEvent>& out);  // false: needs more text
+  // One step of the state machine; false: it needs more text. One function per state.
+  bool step(std::vector<ToolCallEvent>& out);
+  bool step_text(std::vector<ToolCallEvent>& out);
+  bool step_between_calls(std::vector<ToolCallEvent>& out);
+  bool step_call_head(std::vector<ToolCallEvent>& out);
+  bool step_args_raw(std::vector<ToolCallEvent>& out);
+  bool step_args_after(std::vector<ToolCallEvent>& out);
+  bool step_params(std::vector<ToolCallEvent>& out);
+  bool step_param_value(std::vector<ToolCallEvent>& out);
   void emit_content(std::vector<ToolCallEvent>& out, std::string_view text, bool final);
   void emit_args(std::vector<ToolCallEvent>& out, std::string text);
   void begin_call(std::vector<ToolCallEvent>& out, std::string name);

@@ -1,3 +1,6 @@
+// ChatOutput: the reasoning filter first, then the tool-call parser over the content; its
+// events become content text and per-call deltas (a new id with the name, then argument
+// fragments). A forced call's prefill enters the parser like model output.
 #include "server/chat_output.h"
 
 #include <random>
