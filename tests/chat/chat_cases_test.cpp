@@ -5,6 +5,7 @@
 // recognized exactly, by its markers, or not at all (with the warning naming the fallback).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -118,6 +119,32 @@ TEST(ChatCases, AllRenderCasesByteForByte) {
     }
   }
   EXPECT_EQ(n_pass, 160);
+}
+
+long occurrences(const std::string& text, const std::string& what) {
+  long n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ChatCases, RenderedPromptsHoldOneBosAndSingleTokenMarkers) {
+  // DeepSeek-V3's vocabulary (V3.1, V3.2 and V4 keep its control tokens): the prompt starts with
+  // the BOS text, so it is tokenized without adding one (as the server does).
+  auto file = GgufFile::open(test::shared_path("tokenizer/ggml-vocab-deepseek-v3.gguf"));
+  ASSERT_TRUE(file) << file.message();
+  auto tok = Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok) << tok.message();
+  const json data = load_json("chat/render_cases.json");
+  for (const json& c : data.at("cases")) {
+    const std::string text = c.at("expected").get<std::string>();
+    auto ids = (*tok)->encode(text, /*add_bos=*/false, /*parse_special=*/true);
+    ASSERT_TRUE(ids) << ids.message();
+    ASSERT_FALSE(ids->empty());
+    EXPECT_EQ(ids->front(), (*tok)->bos()) << c["case"];
+    EXPECT_EQ(std::count(ids->begin(), ids->end(), (*tok)->bos()), 1) << c["case"];
+    // Each <｜User｜> marker is its one control token (id 128803).
+    EXPECT_EQ(std::count(ids->begin(), ids->end(), 128803), occurrences(text, "<｜User｜>")) << c["case"];
+  }
 }
 
 ToolCallFormat format_named(const std::string& name) {
