@@ -1,10 +1,15 @@
-// Built-in chat formats. Each renderer writes exactly what the model's published Jinja
+// Built-in chat formats. The legacy renderers here write what the model's published Jinja
 // template produces for plain system/user/assistant conversations (../shared/SPEC.md "Chat
-// formats"); tool calls are not supported. Recognition looks for substrings that only one
-// family's template contains, checked from the most specific to the most generic.
+// formats"); the published R1-Distill, V3.1, V3.2 and V4 templates, with tools, are rendered
+// exactly by chat_deepseek_formats.cpp. Recognition: first the exact published templates (by
+// a hash of their text), then substrings that only one family's template contains, checked
+// from the most specific to the most generic.
 #include "model/chat_template.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "model/chat_deepseek_formats.h"
 
 #include "gguf/gguf_file.h"
 #include "model/tokenizer.h"
@@ -32,7 +37,41 @@ constexpr NamedFormat kNames[] = {
     {"deepseek3", ChatFormat::DEEPSEEK3},           {"deepseek-r1", ChatFormat::DEEPSEEK_R1},
     {"deepseek2", ChatFormat::DEEPSEEK2},           {"deepseek-llm", ChatFormat::DEEPSEEK2},
     {"deepseek-coder", ChatFormat::DEEPSEEK_CODER}, {"chatml", ChatFormat::CHATML},
+    {"deepseek-r1-distill-llama", ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA},
+    {"deepseek-r1-distill-qwen", ChatFormat::DEEPSEEK_R1_DISTILL_QWEN},
+    {"deepseek-v3.1", ChatFormat::DEEPSEEK_V3_1},
+    {"deepseek-v3.2", ChatFormat::DEEPSEEK_V3_2},
+    {"deepseek-v4", ChatFormat::DEEPSEEK_V4},
+    {"deepseek-v4-flash", ChatFormat::DEEPSEEK_V4_FLASH},
 };
+
+// FNV-1a 64 of each published template's text (surrounding whitespace trimmed), as the
+// DeepSeek GGUF files carry it in tokenizer.chat_template (Hugging Face tokenizer_config.json).
+struct KnownTemplate {
+  uint64_t hash;
+  ChatFormat format;
+};
+constexpr KnownTemplate kKnown[] = {
+    {0x731e2d647d2bf911ull, ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA},  // DeepSeek-R1-Distill-Llama-8B
+    {0xe8dafd0b656d9f87ull, ChatFormat::DEEPSEEK_R1_DISTILL_QWEN},   // DeepSeek-R1-Distill-Qwen-32B
+    {0xb4e54689957e62cfull, ChatFormat::DEEPSEEK_V3_1},              // DeepSeek-V3.1
+    {0x28c1eb4c82828d2dull, ChatFormat::DEEPSEEK_V3_2},              // DeepSeek-V3.2
+    {0x05c9566651bb7ab5ull, ChatFormat::DEEPSEEK_V4},                // DeepSeek-V4
+    {0xd9b9050150eb6c8cull, ChatFormat::DEEPSEEK_V4_FLASH},          // DeepSeek-V4-Flash-0731
+};
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string_view trim_ws(std::string_view s) {
+  auto ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
+  return s;
+}
 
 bool contains(std::string_view hay, std::string_view needle) {
   return hay.find(needle) != std::string_view::npos;
@@ -42,12 +81,6 @@ std::string names_list() {
   std::string s;
   for (const auto& n : ChatTemplate::names()) s += (s.empty() ? "" : ", ") + n;
   return s;
-}
-
-// R1 templates drop the reasoning of earlier assistant turns: only text after "</think>".
-std::string_view strip_reasoning(std::string_view content) {
-  const size_t at = content.rfind(kThinkClose);
-  return at == std::string_view::npos ? content : content.substr(at + kThinkClose.size());
 }
 
 // A ChatML template's built-in system prompt: the literal text after
@@ -75,7 +108,24 @@ const std::vector<std::string>& ChatTemplate::names() {
   return n;
 }
 
+std::optional<ChatFormat> ChatTemplate::recognize_exact(std::string_view t) {
+  const uint64_t h = fnv1a(trim_ws(t));
+  for (const auto& k : kKnown) {
+    if (k.hash == h) return k.format;
+  }
+  return std::nullopt;
+}
+
 Result<ChatFormat> ChatTemplate::recognize(std::string_view t) {
+  if (auto exact = recognize_exact(t)) return *exact;
+  if (contains(t, "｜DSML｜")) {
+    if (contains(t, "tool_calls>")) return contains(t, "reasoning_effort_high") ? ChatFormat::DEEPSEEK_V4_FLASH : ChatFormat::DEEPSEEK_V4;
+    return ChatFormat::DEEPSEEK_V3_2;
+  }
+  if (contains(t, kAssistant) && contains(t, kUser) && contains(t, "<think></think>")) return ChatFormat::DEEPSEEK_V3_1;
+  if (contains(t, kAssistant) && contains(t, "<think>\\n") && contains(t, "<｜tool▁outputs▁begin｜>")) {
+    return contains(t, "enable_thinking") ? ChatFormat::DEEPSEEK_R1_DISTILL_QWEN : ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA;
+  }
   if (contains(t, kAssistant) && contains(t, kUser)) {
     return contains(t, kThinkOpen) || contains(t, kThinkClose) ? ChatFormat::DEEPSEEK_R1 : ChatFormat::DEEPSEEK3;
   }
@@ -108,15 +158,62 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
                          "--chat-template NAME, one of: " +
                          names_list());
   }
-  auto format = recognize(*text.value());
-  if (!format) return Status::error(file.path() + ": " + format.message());
+  const std::string& tmpl = *text.value();
+  std::string warning;
+  auto format = recognize(tmpl);
+  if (!format) {
+    warning = file.path() + ": tokenizer.chat_template is not a known chat format; falling back to 'deepseek3' (" +
+              format.message() + ")";
+    format = ChatFormat::DEEPSEEK3;
+  } else if (!recognize_exact(tmpl)) {
+    ChatTemplate named(format.value(), "", "");
+    warning = file.path() + ": tokenizer.chat_template is not one of the published DeepSeek templates; rendering "
+              "with the built-in format '" + named.name() + "' that its markers match (choose another with "
+              "--chat-template NAME, one of: " + names_list() + ")";
+  }
   ChatTemplate t(format.value(), std::move(bos), std::move(eos));
-  if (t.format() == ChatFormat::CHATML) t.set_default_system(chatml_default_system(*text.value()));
+  if (t.format() == ChatFormat::CHATML) t.set_default_system(chatml_default_system(tmpl));
+  t.warning_ = std::move(warning);
   return t;
 }
 
 ChatTemplate::ChatTemplate(ChatFormat format, std::string bos_text, std::string eos_text)
     : format_(format), bos_(std::move(bos_text)), eos_(std::move(eos_text)) {}
+
+bool ChatTemplate::has_reasoning() const {
+  switch (format_) {
+    case ChatFormat::DEEPSEEK2:
+    case ChatFormat::DEEPSEEK3:
+    case ChatFormat::DEEPSEEK_CODER:
+    case ChatFormat::CHATML:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool ChatTemplate::opens_reasoning(std::string_view prompt) {
+  return prompt.ends_with("<think>") || prompt.ends_with("<think>\n");
+}
+
+ToolCallFormat ChatTemplate::tool_call_format() const {
+  switch (format_) {
+    case ChatFormat::DEEPSEEK3:
+    case ChatFormat::DEEPSEEK_R1:
+    case ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA:
+    case ChatFormat::DEEPSEEK_R1_DISTILL_QWEN:
+      return ToolCallFormat::R1;
+    case ChatFormat::DEEPSEEK_V3_1:
+      return ToolCallFormat::V3_1;
+    case ChatFormat::DEEPSEEK_V3_2:
+      return ToolCallFormat::V3_2;
+    case ChatFormat::DEEPSEEK_V4:
+    case ChatFormat::DEEPSEEK_V4_FLASH:
+      return ToolCallFormat::V4;
+    default:
+      return ToolCallFormat::NONE;
+  }
+}
 
 const char* ChatTemplate::name() const {
   for (const auto& f : kNames) {
@@ -129,36 +226,13 @@ namespace {
 
 using Messages = std::span<const ChatMessage>;
 
-// <bos>{system}<｜User｜>{user}<｜Assistant｜>{assistant}<eos>...; all system prompts go first,
-// joined by a blank line. R1: earlier answers lose their reasoning, and the generation prompt
-// opens it ("<think>\n").
-std::string render_deepseek3(Messages messages, const std::string& bos, const std::string& eos, bool r1, bool gen) {
-  std::string system;
-  for (const auto& m : messages) {
-    if (m.role == "system") system += (system.empty() ? "" : "\n\n") + m.content;
-  }
-  std::string out = bos + system;
-  for (const auto& m : messages) {
-    if (m.role == "user") {
-      out += kUser;
-      out += m.content;
-    } else if (m.role == "assistant") {
-      out += kAssistant;
-      out += r1 ? strip_reasoning(m.content) : std::string_view(m.content);
-      out += eos;
-    }
-  }
-  if (gen) out += std::string(kAssistant) + (r1 ? "<think>\n" : "");
-  return out;
-}
-
 // <bos>{system}\n\nUser: {user}\n\nAssistant: {assistant}<eos>...; generation: "Assistant:".
 std::string render_deepseek2(Messages messages, const std::string& bos, const std::string& eos, bool gen) {
   std::string out = bos;
   for (const auto& m : messages) {
-    if (m.role == "system") out += m.content + "\n\n";
-    if (m.role == "user") out += "User: " + m.content + "\n\n";
-    if (m.role == "assistant") out += "Assistant: " + m.content + eos;
+    if (m.role == "system") out += m.text() + "\n\n";
+    if (m.role == "user") out += "User: " + m.text() + "\n\n";
+    if (m.role == "assistant") out += "Assistant: " + m.text() + eos;
   }
   if (gen) out += "Assistant:";
   return out;
@@ -171,9 +245,9 @@ std::string render_deepseek_coder(Messages messages, const std::string& bos, boo
   std::string out = bos;
   if (!has_system) out += kCoderPreamble;
   for (const auto& m : messages) {
-    if (m.role == "system") out += m.content;
-    if (m.role == "user") out += "### Instruction:\n" + m.content + "\n";
-    if (m.role == "assistant") out += "### Response:\n" + m.content + "\n<|EOT|>\n";
+    if (m.role == "system") out += m.text();
+    if (m.role == "user") out += "### Instruction:\n" + m.text() + "\n";
+    if (m.role == "assistant") out += "### Response:\n" + m.text() + "\n<|EOT|>\n";
   }
   if (gen) out += "### Response:\n";
   return out;
@@ -185,7 +259,7 @@ std::string render_chatml(Messages messages, const std::string& default_system, 
   if (!default_system.empty() && (messages.empty() || messages[0].role != "system")) {
     out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
   }
-  for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.text() + "<|im_end|>\n";
   if (gen) out += "<|im_start|>assistant\n";
   return out;
 }
@@ -193,18 +267,46 @@ std::string render_chatml(Messages messages, const std::string& default_system, 
 }  // namespace
 
 Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+  ChatInput in;
+  in.messages.assign(messages.begin(), messages.end());
+  in.add_generation_prompt = add_generation_prompt;
+  return render(in);
+}
+
+Result<std::string> ChatTemplate::render(const ChatInput& in) const {
+  const bool tools = tool_call_format() != ToolCallFormat::NONE;
+  const auto& messages = in.messages;
+  const bool add_generation_prompt = in.add_generation_prompt;
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& r = messages[i].role;
-    if (r != "system" && r != "user" && r != "assistant") {
-      return Status::error("message " + std::to_string(i) + " has role '" + r +
-                           "'; supported roles: system, user, assistant");
+    const bool ok = r == "system" || r == "user" || r == "assistant" ||
+                    (tools && (r == "tool" || r == "developer"));
+    if (!ok) {
+      return Status::error("message " + std::to_string(i) + " has role '" + r + "'; supported roles with '" + name() +
+                           "': system, user, assistant" + (tools ? ", developer, tool" : ""));
+    }
+    if (!tools && !messages[i].tool_calls.empty()) {
+      return Status::error("message " + std::to_string(i) + " has tool_calls; the chat format '" + name() +
+                           "' has no tool-call syntax");
     }
   }
   switch (format_) {
+    case ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA:
+      return chat::render_r1_family(in, bos_, chat::kR1DistillLlamaStyle);
+    case ChatFormat::DEEPSEEK_R1_DISTILL_QWEN:
+      return chat::render_r1_family(in, bos_, chat::kR1DistillQwenStyle);
+    case ChatFormat::DEEPSEEK_V3_1:
+      return chat::render_v3_1(in, bos_);
+    case ChatFormat::DEEPSEEK_V3_2:
+      return chat::render_dsml(in, bos_, chat::DsmlVersion::V3_2);
+    case ChatFormat::DEEPSEEK_V4:
+      return chat::render_dsml(in, bos_, chat::DsmlVersion::V4);
+    case ChatFormat::DEEPSEEK_V4_FLASH:
+      return chat::render_dsml(in, bos_, chat::DsmlVersion::V4_FLASH);
     case ChatFormat::DEEPSEEK3:
-      return render_deepseek3(messages, bos_, eos_, false, add_generation_prompt);
+      return chat::render_r1_family(in, bos_, chat::kV3Style);
     case ChatFormat::DEEPSEEK_R1:
-      return render_deepseek3(messages, bos_, eos_, true, add_generation_prompt);
+      return chat::render_r1_family(in, bos_, chat::kR1Style);
     case ChatFormat::DEEPSEEK2:
       return render_deepseek2(messages, bos_, eos_, add_generation_prompt);
     case ChatFormat::DEEPSEEK_CODER:

@@ -1,18 +1,23 @@
 // Chat templates: built-in renderers for the DeepSeek chat formats (../shared/SPEC.md "Chat
-// formats") instead of a Jinja interpreter. A file's tokenizer.chat_template is only recognized
-// by distinctive substrings and mapped to one of the named formats; a user can override by name.
-// The rendered prompt starts with the BOS text where the format has one, so it is tokenized
-// with add_bos = false and parse_special = true.
+// formats", docs/chat.md) instead of a Jinja interpreter. A file's tokenizer.chat_template is
+// recognized exactly when it is one of the published DeepSeek templates (R1-Distill, V3.1,
+// V3.2, V4, V4-Flash), else mapped by distinctive substrings with a warning, else rendered
+// with the deepseek3 fallback and a warning; a user can override by name. The rendered prompt
+// starts with the BOS text where the format has one, so it is tokenized with add_bos = false
+// and parse_special = true.
 //
 // ReasoningSplitter separates R1-style output into reasoning (between <think> and </think>)
 // and content, both for a whole text and incrementally while streaming.
 #pragma once
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ds/status.h"
+#include "model/chat_input.h"
+#include "model/tool_call_parser.h"
 
 namespace ds {
 
@@ -25,37 +30,52 @@ enum class ChatFormat {
   DEEPSEEK2,       // "deepseek2" (alias "deepseek-llm"): V2/V2.5 chat, deepseek-llm chat
   DEEPSEEK_CODER,  // "deepseek-coder": deepseek-coder instruct
   CHATML,          // "chatml": Qwen2-style <|im_start|>role\n...<|im_end|>
-};
-
-struct ChatMessage {
-  std::string role;  // "system" | "user" | "assistant"
-  std::string content;
+  // The published templates, rendered exactly (chat_deepseek_formats.cpp):
+  DEEPSEEK_R1_DISTILL_LLAMA,  // "deepseek-r1-distill-llama"
+  DEEPSEEK_R1_DISTILL_QWEN,   // "deepseek-r1-distill-qwen"
+  DEEPSEEK_V3_1,              // "deepseek-v3.1": thinking switch, NAME<｜tool▁sep｜>{json} calls
+  DEEPSEEK_V3_2,              // "deepseek-v3.2": DSML function_calls
+  DEEPSEEK_V4,                // "deepseek-v4": DSML tool_calls, reasoning effort, response format
+  DEEPSEEK_V4_FLASH,          // "deepseek-v4-flash": V4-Flash-0731 (two reasoning-effort levels)
 };
 
 class ChatTemplate {
  public:
   // Names accepted by from_name / --chat-template, for help and error messages.
   static const std::vector<std::string>& names();
-  // Maps a Jinja template text to a format; an unrecognized text is an error listing names().
+  // Maps a Jinja template text to a format by its markers; an unrecognized text is an error
+  // listing names().
   static Result<ChatFormat> recognize(std::string_view template_text);
+  // The format whose published template is exactly this text (surrounding whitespace aside).
+  static std::optional<ChatFormat> recognize_exact(std::string_view template_text);
   // bos_text / eos_text: the texts of the model's BOS and EOS tokens ("" when none).
   static Result<ChatTemplate> from_name(std::string_view name, std::string bos_text, std::string eos_text);
   // The file's tokenizer.chat_template, or `override_name` when not empty. A file without a
-  // template and no override is an error that lists the names.
+  // template and no override is an error that lists the names. A template that is not one of
+  // the published ones is rendered by its markers' format, or else with deepseek3; warning()
+  // then says so.
   static Result<ChatTemplate> from_gguf(const GgufFile& file, const Tokenizer& tokenizer,
                                         std::string_view override_name = "");
 
   ChatTemplate(ChatFormat format, std::string bos_text, std::string eos_text);
 
   // Renders the conversation. Unknown roles are an error naming the role and the message index.
+  Result<std::string> render(const ChatInput& input) const;
   Result<std::string> render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
   ChatFormat format() const { return format_; }
   const char* name() const;
-  // R1 family: outputs carry <think>...</think> reasoning.
-  bool has_reasoning() const { return format_ == ChatFormat::DEEPSEEK_R1; }
-  // The generation prompt already opened <think>: the output starts inside the reasoning.
+  // R1 family and later: outputs carry <think>...</think> reasoning.
+  bool has_reasoning() const;
+  // The legacy R1 format always opens <think> in the generation prompt.
   bool prompt_opens_reasoning() const { return format_ == ChatFormat::DEEPSEEK_R1; }
+  // Whether a rendered prompt ends inside an opened reasoning section ("<think>" or
+  // "<think>\n" last), so the output starts with reasoning.
+  static bool opens_reasoning(std::string_view prompt);
+  // How the model writes tool calls in this format (NONE: the format has no tool syntax).
+  ToolCallFormat tool_call_format() const;
+  // Set by from_gguf when the file's template was not recognized exactly ("" otherwise).
+  const std::string& warning() const { return warning_; }
   // ChatML only: system prompt used when the conversation has none ("" = none).
   void set_default_system(std::string text) { default_system_ = std::move(text); }
 
@@ -64,6 +84,7 @@ class ChatTemplate {
   std::string bos_;
   std::string eos_;
   std::string default_system_;
+  std::string warning_;
 };
 
 // Splits "<think>reasoning</think>content". When started inside the reasoning (the prompt

@@ -99,6 +99,7 @@ HttpResponse route_detokenize(ServerContext& ctx, const HttpRequest& req);
 HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req);
 HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req);
 HttpResponse route_oai_models(ServerContext& ctx, const HttpRequest& req);
+HttpResponse route_apply_template(ServerContext& ctx, const HttpRequest& req);
 std::string metrics_text(const ServerContext& ctx);
 
 }  // namespace ds::api

@@ -1,10 +1,13 @@
-// OpenAI-compatible routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models.
-// Same generation runner as /completion; only the JSON shapes differ. Chat messages are
-// rendered with the model's chat template; for R1-style models the text between <think> and
-// </think> is returned as `reasoning_content`. Streams end with `data: [DONE]`.
+// OpenAI-compatible routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
+// and llama.cpp's POST /apply-template. Same generation runner as /completion; only the JSON
+// shapes differ. Chat messages are rendered with the model's chat template; the text between
+// <think> and </think> is returned as `reasoning_content`, and tool calls written in the chat
+// format's syntax as `tool_calls` (chat_output.h). Streams end with `data: [DONE]`.
 #include <chrono>
 
 #include "server/api_internal.h"
+#include "server/chat_output.h"
+#include "server/chat_request.h"
 #include "server/text_stream.h"
 
 namespace ds::api {
@@ -105,43 +108,14 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   return resp;
 }
 
-static std::optional<ApiError> parse_messages(const json& body, std::vector<ApiChatMessage>* out) {
-  auto it = body.find("messages");
-  if (it == body.end() || !it->is_array() || it->empty()) {
-    return err(400, "\"messages\" must be a non-empty array of {role, content}");
-  }
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
-    const std::string where = "\"messages[" + std::to_string(i) + "]";
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-      return err(400, where + ".role\" must be a string");
-    }
-    ApiChatMessage msg{.role = m["role"].get<std::string>(), .content = {}};
-    const json c = m.value("content", json(nullptr));
-    if (c.is_string()) {
-      msg.content = c.get<std::string>();
-    } else if (c.is_array()) {  // [{"type":"text","text":...}, ...]
-      for (const json& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
-          return err(400, where + ".content\" parts must be {\"type\":\"text\",\"text\":...}");
-        }
-        msg.content += part["text"].get<std::string>();
-      }
-    } else if (!c.is_null()) {
-      return err(400, where + ".content\" must be a string or an array of text parts");
-    }
-    out->push_back(std::move(msg));
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 struct ChatCall {
   std::shared_ptr<CompletionRequest> req;
   std::shared_ptr<GenStream> stream;
-  std::shared_ptr<ReasoningFilter> filter;  // null: the chat format has no reasoning
+  std::shared_ptr<ChatRequest> chat;
+  std::shared_ptr<ChatOutput> output;
+  std::string prefill;  // the forced call's opener, already in the prompt
   std::string id;
   int64_t created = 0;
 
@@ -150,24 +124,86 @@ struct ChatCall {
   }
 };
 
+// Calls that came out well formed (and, when forced, validate against their tool's schema);
+// otherwise the reason they are not returned as calls.
+std::string check_calls(const ChatCall& call) {
+  const ChatOutput& out = *call.output;
+  if (!out.error().empty()) return out.error();
+  if (!call.chat->forced) return "";
+  if (out.calls().empty()) return "the output holds no tool call although tool_choice requires one";
+  for (const ParsedToolCall& c : out.calls()) {
+    const ToolCallConstraint::Tool* tool = nullptr;
+    for (const auto& t : call.chat->forced->tools) {
+      if (t.name == c.name) tool = &t;
+    }
+    if (!tool) return "the forced call names '" + c.name + "', which tool_choice does not allow";
+    const std::string e = validate_arguments(json::parse(c.arguments), tool->parameters);
+    if (!e.empty()) return "the forced call to '" + c.name + "' does not validate against its schema: " + e;
+  }
+  return "";
+}
+
+// A forced call that came out wrong is an error, except when max_tokens cut it off: that is
+// finish_reason "length" with the text so far, as for any other output.
+bool forced_call_failed(const ChatCall& call, const GenResult& g, const std::string& problem) {
+  return call.chat->forced && !problem.empty() && g.stop_type != "limit";
+}
+
+const char* chat_finish_reason(const ChatCall& call, const GenResult& g) {
+  const bool calls = !call.output->calls().empty() && call.output->error().empty();
+  return calls ? "tool_calls" : finish_reason(g);
+}
+
+json tool_calls_json(const ChatOutput& out) {
+  json a = json::array();
+  for (size_t i = 0; i < out.calls().size(); ++i) {
+    a.push_back({{"id", out.ids()[i]},
+                 {"type", "function"},
+                 {"function", {{"name", out.calls()[i].name}, {"arguments", out.calls()[i].arguments}}}});
+  }
+  return a;
+}
+
 HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpRequest& http) {
   GenResult g = run_generation(ctx, *call.stream, *call.req, http.alive, {});
   log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
   if (g.error) return make_error(*g.error, 1);
+  ChatOutput& out = *call.output;
+  ChatOutput::Delta a = out.prefill(call.prefill), b = out.push(g.content), c = out.flush();
+  const std::string problem = check_calls(call);
+  if (forced_call_failed(call, g, problem)) return make_error(err(500, problem, "server_error"), 1);
   ctx.counters.completions_ok++;
-  json msg = {{"role", "assistant"}, {"content", g.content}};
-  if (call.filter) {
-    ReasoningFilter::Delta d = call.filter->push(g.content), f = call.filter->flush();
-    msg["content"] = d.content + f.content;
-    const std::string reasoning = d.reasoning + f.reasoning;
-    if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
+  json msg = {{"role", "assistant"}, {"content", a.content + b.content + c.content}};
+  const std::string reasoning = a.reasoning + b.reasoning + c.reasoning;
+  if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
+  if (!out.error().empty()) {
+    msg["content"] = out.raw_content();  // malformed call markup: returned as text
+  } else if (!out.calls().empty()) {
+    if (msg["content"] == "") msg["content"] = nullptr;
+    msg["tool_calls"] = tool_calls_json(out);
   }
   json j = call.head(ctx, "chat.completion");
-  j["choices"] =
-      json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", finish_reason(g)}}});
+  j["choices"] = json::array(
+      {{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", chat_finish_reason(call, g)}}});
   j["usage"] = usage_json(g);
   j["timings"] = timings_json(g.stats);
   return json_response(j);
+}
+
+// OpenAI's streamed tool calls: the first delta of a call carries index, id, type and name
+// with empty arguments; later deltas carry index and argument fragments.
+json call_deltas_json(const std::vector<ChatOutput::CallDelta>& calls) {
+  json a = json::array();
+  for (const auto& c : calls) {
+    if (!c.id.empty()) {
+      a.push_back({{"index", c.index},
+                   {"id", c.id},
+                   {"type", "function"},
+                   {"function", {{"name", c.name}, {"arguments", ""}}}});
+    }
+    if (!c.arguments.empty()) a.push_back({{"index", c.index}, {"function", {{"arguments", c.arguments}}}});
+  }
+  return a;
 }
 
 void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
@@ -179,36 +215,49 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
                                  {"finish_reason", finish ? json(finish) : json(nullptr)}}});
     return j;
   };
-  // The reasoning splitter may cut text anywhere: re-join UTF-8 characters per field.
-  StopTextStream utf8_reasoning({}), utf8_content({});
-  auto send_delta = [&](const ReasoningFilter::Delta& d, bool last = false) {
-    const std::string reasoning = utf8_reasoning.push(d.reasoning) + (last ? utf8_reasoning.flush() : "");
-    const std::string content = utf8_content.push(d.content) + (last ? utf8_content.flush() : "");
+  auto send_delta = [&](const ChatOutput::Delta& d) {
     bool ok = true;
-    if (!reasoning.empty()) ok = sink.write(sse_data(chunk({{"reasoning_content", reasoning}}, nullptr)));
-    if (ok && !content.empty()) ok = sink.write(sse_data(chunk({{"content", content}}, nullptr)));
+    if (!d.reasoning.empty()) ok = sink.write(sse_data(chunk({{"reasoning_content", d.reasoning}}, nullptr)));
+    if (ok && !d.content.empty()) ok = sink.write(sse_data(chunk({{"content", d.content}}, nullptr)));
+    for (const json& c : call_deltas_json(d.calls)) {
+      if (ok) ok = sink.write(sse_data(chunk({{"tool_calls", json::array({c})}}, nullptr)));
+    }
     return ok;
   };
-  if (!sink.write(sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)))) {
+  if (!sink.write(sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) ||
+      !send_delta(call.output->prefill(call.prefill))) {
     call.stream->cancel();
     return;
   }
-  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive, [&](const Piece& p) {
-    return send_delta(call.filter ? call.filter->push(p.text)
-                                  : ReasoningFilter::Delta{.reasoning = {}, .content = p.text});
-  });
+  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive,
+                               [&](const Piece& p) { return send_delta(call.output->push(p.text)); });
   log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
   if (g.client_gone) return;
   if (g.error) {
     sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
     return;
   }
-  send_delta(call.filter ? call.filter->flush() : ReasoningFilter::Delta{}, true);
+  send_delta(call.output->flush());
+  const std::string problem = check_calls(call);
+  if (forced_call_failed(call, g, problem)) {
+    sink.write(sse_data({{"error", {{"code", 500}, {"message", problem}, {"type", "server_error"}}}}));
+    return;
+  }
   ctx.counters.completions_ok++;
-  json last = chunk(json::object(), finish_reason(g));
+  json last = chunk(json::object(), chat_finish_reason(call, g));
   if (call.req->include_usage) last["usage"] = usage_json(g);
   sink.write(sse_data(last));
   sink.write(sse_done());
+}
+
+// The request's chat fields rendered with the model's template.
+std::optional<ApiError> render_request(const ServerContext& ctx, const json& body, ChatRequest* chat,
+                                       std::string* prompt) {
+  if (auto e = parse_chat_request(body, *ctx.codec, chat)) return e;
+  auto text = ctx.codec->render_chat(chat->input);
+  if (!text.is_ok()) return err(400, "\"messages\": " + text.message());
+  *prompt = std::move(*text);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -216,25 +265,39 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
 HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   json body;
   if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
-  std::vector<ApiChatMessage> msgs;
-  if (auto e = parse_messages(body, &msgs)) return make_error(*e, 1);
-  auto text = ctx.codec->render_chat(msgs, true);
-  if (!text.is_ok()) return make_error(err(400, "\"messages\": " + text.message()), 1);
   ChatCall call;
+  call.chat = std::make_shared<ChatRequest>();
+  std::string text;
+  if (auto e = render_request(ctx, body, call.chat.get(), &text)) return make_error(*e, 1);
+  if (call.chat->forced) {
+    text += forced_call_prefill(*call.chat, text);
+    call.prefill = call.chat->forced->prefix;
+  }
   call.req = std::make_shared<CompletionRequest>();
-  auto ids = ctx.codec->encode(*text, false, true);
+  auto ids = ctx.codec->encode(text, false, true);
   if (!ids.is_ok()) return make_error(err(400, "\"messages\": " + ids.message()), 1);
   call.req->gen.prompt = std::move(*ids);
   if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
   call.created = unix_now();
-  call.filter = ctx.codec->reasoning_filter();
+  call.output = std::make_shared<ChatOutput>(ctx.codec->reasoning_filter(text), call.chat->format,
+                                             call.chat->parallel_tool_calls);
   if (!call.req->stream) return chat_response(ctx, call, req);
   HttpResponse resp;
   resp.content_type = "text/event-stream";
   resp.stream = [&ctx, call](StreamSink& sink) { chat_stream(ctx, call, sink); };
   return resp;
+}
+
+// llama.cpp's POST /apply-template: the chat request's prompt, rendered, not generated.
+HttpResponse route_apply_template(ServerContext& ctx, const HttpRequest& req) {
+  json body;
+  if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  ChatRequest chat;
+  std::string text;
+  if (auto e = render_request(ctx, body, &chat, &text)) return make_error(*e, 1);
+  return json_response({{"prompt", text}});
 }
 
 HttpResponse route_oai_models(ServerContext& ctx, const HttpRequest&) {

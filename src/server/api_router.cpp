@@ -100,6 +100,7 @@ static const Route kRoutes[] = {
     {"POST", "/chat/completions", route_oai_chat, true},
     {"GET", "/v1/models", route_oai_models, false},
     {"GET", "/models", route_oai_models, false},
+    {"POST", "/apply-template", route_apply_template, true},
     {"POST", "/tokenize", route_tokenize, true},
     {"POST", "/detokenize", route_detokenize, true},
     {"GET", "/props", route_props, true},

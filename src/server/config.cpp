@@ -87,7 +87,9 @@ const std::vector<Option>& options() {
       INT_OPT("max-queue", max_queue, 0, 1 << 20,
               "Requests that may wait for a slot; beyond it requests get 503 (default 64)."),
       STR_OPT("chat-template", chat_template,
-              "Chat format instead of the model's: deepseek3, deepseek-r1, deepseek2, deepseek-coder, chatml."),
+              "Chat format instead of the model's: deepseek3, deepseek-r1, deepseek2, deepseek-coder, chatml, "
+              "deepseek-r1-distill-llama, deepseek-r1-distill-qwen, deepseek-v3.1, deepseek-v3.2, deepseek-v4, "
+              "deepseek-v4-flash."),
       {"no-repack", "",
        "Keep the K-quant weights in the file's layout instead of repacking them into 16-row panels at load "
        "(AVX-512 CPUs; repacking makes prefill and batched decode faster and takes about a second per GB).",

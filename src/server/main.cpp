@@ -50,6 +50,7 @@ Result<Loaded> load(const ServerConfig& c) {
                                    tok.eos() >= 0 ? tok.token_bytes(tok.eos()) : "");
   }
   if (!tmpl) return tmpl.status();
+  if (!tmpl->warning().empty()) spdlog::warn("{}", tmpl->warning());
   l.codec = std::make_unique<TokenizerCodec>(l.engine->tokenizer(), std::move(*tmpl));
   LoopOptions lo;
   lo.sched = {.n_slots = c.parallel,

@@ -11,13 +11,10 @@
 #include <vector>
 
 #include "ds/status.h"
+#include "model/chat_input.h"
+#include "model/tool_call_parser.h"
 
 namespace ds {
-
-struct ApiChatMessage {
-  std::string role;
-  std::string content;
-};
 
 // Splits streamed text into reasoning (<think>...</think>) and content.
 class ReasoningFilter {
@@ -44,11 +41,13 @@ class TextCodec {
   virtual bool is_eog(int32_t id) const = 0;
   virtual int32_t n_vocab() const = 0;
   // Chat rendering with the model's (or --chat-template's) format.
-  virtual Result<std::string> render_chat(std::span<const ApiChatMessage> messages,
-                                          bool add_generation_prompt) const = 0;
+  virtual Result<std::string> render_chat(const ChatInput& input) const = 0;
   virtual std::string chat_template_name() const = 0;
-  // nullptr when the chat format has no reasoning section.
-  virtual std::unique_ptr<ReasoningFilter> reasoning_filter() const = 0;
+  // How the chat format writes tool calls (NONE: it has none).
+  virtual ToolCallFormat tool_call_format() const = 0;
+  // The splitter for the output after `prompt` (it knows whether the prompt opened the
+  // reasoning); nullptr when the chat format has no reasoning section.
+  virtual std::unique_ptr<ReasoningFilter> reasoning_filter(std::string_view prompt) const = 0;
 };
 
 }  // namespace ds

@@ -4,14 +4,6 @@
 
 namespace ds {
 
-Result<std::string> TokenizerCodec::render_chat(std::span<const ApiChatMessage> messages,
-                                                bool add_generation_prompt) const {
-  std::vector<ChatMessage> msgs;
-  msgs.reserve(messages.size());
-  for (const auto& m : messages) msgs.push_back({m.role, m.content});
-  return tmpl_.render(msgs, add_generation_prompt);
-}
-
 namespace {
 class SplitterFilter final : public ReasoningFilter {
  public:
@@ -30,9 +22,9 @@ class SplitterFilter final : public ReasoningFilter {
 };
 }  // namespace
 
-std::unique_ptr<ReasoningFilter> TokenizerCodec::reasoning_filter() const {
+std::unique_ptr<ReasoningFilter> TokenizerCodec::reasoning_filter(std::string_view prompt) const {
   if (!tmpl_.has_reasoning()) return nullptr;
-  return std::make_unique<SplitterFilter>(tmpl_.prompt_opens_reasoning());
+  return std::make_unique<SplitterFilter>(tmpl_.prompt_opens_reasoning() || ChatTemplate::opens_reasoning(prompt));
 }
 
 }  // namespace ds

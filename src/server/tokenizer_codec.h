@@ -21,9 +21,10 @@ class TokenizerCodec final : public TextCodec {
   std::string token_bytes(int32_t id) const override { return tok_.token_bytes(id); }
   bool is_eog(int32_t id) const override { return tok_.is_eog(id); }
   int32_t n_vocab() const override { return tok_.n_vocab(); }
-  Result<std::string> render_chat(std::span<const ApiChatMessage> messages, bool add_generation_prompt) const override;
+  Result<std::string> render_chat(const ChatInput& input) const override { return tmpl_.render(input); }
   std::string chat_template_name() const override { return tmpl_.name(); }
-  std::unique_ptr<ReasoningFilter> reasoning_filter() const override;
+  ToolCallFormat tool_call_format() const override { return tmpl_.tool_call_format(); }
+  std::unique_ptr<ReasoningFilter> reasoning_filter(std::string_view prompt) const override;
 
  private:
   const Tokenizer& tok_;

@@ -89,10 +89,36 @@ TEST(ChatTemplate, ChatML) {
 
 TEST(ChatTemplate, UnknownRoleIsAnError) {
   const std::vector<ChatMessage> m = {{"user", "a"}, {"tool", "b"}};
-  auto r = ChatTemplate(ChatFormat::DEEPSEEK3, kBos, kEos).render(m, true);
+  auto r = ChatTemplate(ChatFormat::DEEPSEEK2, kBos, kEos).render(m, true);
   ASSERT_FALSE(r);
   EXPECT_NE(r.message().find("'tool'"), std::string::npos) << r.message();
   EXPECT_NE(r.message().find("message 1"), std::string::npos) << r.message();
+  const std::vector<ChatMessage> robots = {{"robot", "a"}};
+  auto robot = ChatTemplate(ChatFormat::DEEPSEEK3, kBos, kEos).render(robots, true);
+  ASSERT_FALSE(robot);
+  EXPECT_NE(robot.message().find("'robot'"), std::string::npos) << robot.message();
+}
+
+// DeepSeek-V3's template (the one in ../shared/tokenizer/ggml-vocab-deepseek-v3.gguf) with a
+// tool round trip: calls are written for a null content, results go in a tool-outputs block,
+// and no generation prompt follows tool results. Typed from the template text.
+TEST(ChatTemplate, DeepSeekV3ToolRoundTrip) {
+  ChatInput in;
+  in.messages = {{"system", "S"}, {"user", "Weather?"}, {"assistant", std::nullopt}, {"tool", "21C"},
+                 {"tool", "sunny"}, {"assistant", "Warm."}, {"user", "Thanks"}};
+  in.messages[2].tool_calls = {{.id = "call_1", .type = "function", .name = "get_weather",
+                                .arguments = nlohmann::ordered_json{{"city", "Paris"}}}};
+  ChatTemplate t(ChatFormat::DEEPSEEK3, kBos, kEos);
+  EXPECT_EQ(t.tool_call_format(), ToolCallFormat::R1);
+  auto r = t.render(in);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(*r,
+            "<｜begin▁of▁sentence｜>S<｜User｜>Weather?<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>"
+            "function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>"
+            "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>21C<｜tool▁output▁end｜>\n<｜tool▁output▁begin｜>sunny"
+            "<｜tool▁output▁end｜><｜tool▁outputs▁end｜>Warm.<｜end▁of▁sentence｜><｜User｜>Thanks<｜Assistant｜>");
+  in.messages.resize(5);  // ends with tool results: no generation prompt, the block is closed
+  EXPECT_TRUE(t.render(in)->ends_with("<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"));
 }
 
 TEST(ChatTemplate, RecognizesTemplateTexts) {

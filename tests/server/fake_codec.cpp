@@ -26,15 +26,18 @@ std::string FakeCodec::token_bytes(int32_t id) const {
   return token_text(id);
 }
 
-Result<std::string> FakeCodec::render_chat(std::span<const ApiChatMessage> messages, bool add_generation_prompt) const {
+Result<std::string> FakeCodec::render_chat(const ChatInput& input) const {
   std::string s = "<s>";
-  for (const auto& m : messages) {
-    if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-      return Status::error("unknown role '" + m.role + "'");
-    }
-    s += "<|" + m.role + "|>" + m.content;
+  if (!input.tools.is_null()) s += "<|tools|>" + chat_tojson(input.tools);
+  if (input.thinking) s += std::string("<|thinking:") + (*input.thinking ? "on" : "off") + "|>";
+  if (input.enable_thinking) s += std::string("<|enable_thinking:") + (*input.enable_thinking ? "on" : "off") + "|>";
+  if (input.reasoning_effort) s += "<|effort:" + *input.reasoning_effort + "|>";
+  if (!input.response_format.is_null()) s += "<|format|>" + chat_tojson(input.response_format);
+  for (const auto& m : input.messages) {
+    s += "<|" + m.role + "|>" + m.reasoning_content.value_or("") + m.text();
+    for (const auto& c : m.tool_calls) s += "<|call|>" + c.name + " " + chat_tojson(c.arguments);
   }
-  if (add_generation_prompt) s += "<|assistant|>";
+  if (input.add_generation_prompt) s += "<|assistant|>";
   return s;
 }
 
@@ -74,7 +77,7 @@ class FakeReasoning final : public ReasoningFilter {
 };
 }  // namespace
 
-std::unique_ptr<ReasoningFilter> FakeCodec::reasoning_filter() const {
+std::unique_ptr<ReasoningFilter> FakeCodec::reasoning_filter(std::string_view) const {
   if (!reasoning_) return nullptr;
   return std::make_unique<FakeReasoning>();
 }

@@ -102,6 +102,21 @@ void FakeEngine::model_logits(std::span<const int32_t> history, int eos_percent,
   }
 }
 
+void FakeEngine::script_logits(std::span<const int32_t> history, const std::string& script, float* row) {
+  static const std::string kMarker = "<|assistant|>";
+  size_t start = 0;  // first position after the last marker
+  for (size_t i = kMarker.size(); i <= history.size(); ++i) {
+    bool match = true;
+    for (size_t k = 0; k < kMarker.size() && match; ++k) {
+      match = history[i - kMarker.size() + k] == static_cast<unsigned char>(kMarker[k]);
+    }
+    if (match) start = i;
+  }
+  const size_t at = history.size() - start;
+  for (int i = 0; i < kFakeVocab; ++i) row[i] = -100.0f;
+  row[at < script.size() ? static_cast<unsigned char>(script[at]) : kFakeEos] = 100.0f;
+}
+
 std::vector<int32_t> FakeEngine::greedy(std::vector<int32_t> hist, int n, int eos_percent) {
   std::vector<int32_t> out;
   std::vector<float> row(kFakeVocab);
@@ -134,7 +149,11 @@ Status FakeEngine::step(std::span<const SeqChunk> chunks, float* logits) {
     }
     std::vector<int32_t> hist;
     for (int pos = 0; pos < end; ++pos) hist.push_back(content_[t[pos / o_.block_size]][pos % o_.block_size]);
-    model_logits(hist, o_.eos_percent, logits + ic * kFakeVocab);
+    if (o_.script.empty()) {
+      model_logits(hist, o_.eos_percent, logits + ic * kFakeVocab);
+    } else {
+      script_logits(hist, o_.script, logits + ic * kFakeVocab);
+    }
     tokens_computed += static_cast<int64_t>(c.tokens.size());
   }
   return Status::ok();

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ds/engine.h"
@@ -25,6 +26,9 @@ struct FakeEngineOptions {
   int block_size = 16;
   int eos_percent = 2;  // chance of EOS per generated token
   std::chrono::microseconds step_delay{0};
+  // When set, the model writes this text (then EOS) after the last "<|assistant|>" of the
+  // history, continuing wherever the prompt already wrote part of it (a prefill).
+  std::string script{};
 };
 
 class FakeEngine final : public Engine {
@@ -46,6 +50,7 @@ class FakeEngine final : public Engine {
 
   // The model as a function of the history: the logits row after `history`.
   static void model_logits(std::span<const int32_t> history, int eos_percent, float* row);
+  static void script_logits(std::span<const int32_t> history, const std::string& script, float* row);
   // What greedy decoding produces after `prompt`, at most n tokens, stopping at EOS.
   static std::vector<int32_t> greedy(std::vector<int32_t> prompt, int n, int eos_percent);
 
