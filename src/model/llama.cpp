@@ -1,6 +1,7 @@
 // llama block (../shared/SPEC.md "llama"):
 //   x = rms_norm(h) * attn_norm
 //   q = Wq x (+bq), k = Wk x (+bk), v = Wv x (+bv)       (biases: qwen2)
+//   q_h, k_h = rms_norm(q_h) * q_norm, rms_norm(k_h) * k_norm   (per head: qwen3)
 //   q, k = rope(q, k)                                      (adjacent pairs; qwen2: halves)
 //   cache[pos] = k, v; o = softmax(q k^T / sqrt(hd)) v     (GQA: head h uses kv head h / (H/KV))
 //   attn = Wo o
@@ -72,6 +73,10 @@ void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) 
   add_bias(ctx, q, T, H * hk, lw.bq);
   add_bias(ctx, k, T, KV * hk, lw.bk);
   add_bias(ctx, v, T, KV * hv, lw.bv);
+  if (lw.q_norm) {  // qwen3: each head normalized on its own, before RoPE
+    ctx.rms_norm_rows(q, hk, lw.q_norm, hp_.norm_eps, T * H, hk, q, hk);
+    ctx.rms_norm_rows(k, hk, lw.k_norm, hp_.norm_eps, T * KV, hk, k, hk);
+  }
 
   const RopeParams rp = hp_.rope_params(w_->rope_freqs.data);
   ctx.rope_rows(q, H, hk, H * hk, rp);

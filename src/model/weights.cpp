@@ -118,6 +118,10 @@ Status load_dense_attention(Loader& L, const HParams& hp, int il, LayerWeights* 
   DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_q.bias"), hp.n_head * hk, biases, &lw->bq));
   DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_k.bias"), hp.n_head_kv * hk, biases, &lw->bk));
   DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_v.bias"), hp.n_head_kv * hv, biases, &lw->bv));
+  if (hp.arch == Arch::kQwen3) {
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_q_norm.weight"), hk, true, &lw->q_norm));
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_k_norm.weight"), hk, true, &lw->k_norm));
+  }
   return Status::ok();
 }
 

@@ -82,6 +82,35 @@ TEST(HParams, ReferenceModels) {
   EXPECT_EQ(legacy->n_nope, 64);
   EXPECT_EQ(legacy->n_v, 64);
   EXPECT_EQ(legacy->n_head_kv, 4);
+
+  // ../shared/refdata/README.md: tiny-ds1 is MHA 4 x 64, 1 dense lead block, 16 experts
+  // top-4 softmax without normalization, 2 shared; tiny-qwen3 GQA 4/2 x 64, base 1e6.
+  auto ds1 = hparams_of(ref_path("tiny-ds1-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(ds1.is_ok()) << ds1.message();
+  EXPECT_EQ(ds1->arch, Arch::kDeepseek);
+  EXPECT_EQ(ds1->n_head_kv, 4);
+  EXPECT_EQ(ds1->n_rot, 64);
+  EXPECT_EQ(ds1->n_layer_dense_lead, 1);
+  EXPECT_FALSE(ds1->is_moe_layer(0));
+  EXPECT_TRUE(ds1->is_moe_layer(1));
+  EXPECT_EQ(ds1->n_expert, 16);
+  EXPECT_EQ(ds1->n_expert_used, 4);
+  EXPECT_EQ(ds1->n_expert_shared, 2);
+  EXPECT_EQ(ds1->n_ff_exp, 256);
+  EXPECT_EQ(ds1->gating, MoeGating::kSoftmax);
+  EXPECT_FALSE(ds1->expert_weights_norm);
+  EXPECT_EQ(ds1->n_group, 1);
+  EXPECT_FALSE(ds1->rope_params(nullptr).neox);
+  EXPECT_NEAR(ds1->kq_scale(), 1.0 / 8.0, 1e-7);
+
+  auto qwen3 = hparams_of(ref_path("tiny-qwen3-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(qwen3.is_ok()) << qwen3.message();
+  EXPECT_EQ(qwen3->arch, Arch::kQwen3);
+  EXPECT_EQ(qwen3->n_head_kv, 2);
+  EXPECT_EQ(qwen3->n_embd_head_k, 64);
+  EXPECT_TRUE(qwen3->rope_params(nullptr).neox);
+  EXPECT_EQ(qwen3->rope_base, 1e6f);
+  EXPECT_FALSE(qwen3->is_moe_layer(1));
 }
 
 // Copies refdata model `src` to a temporary file, letting `edit` change metadata and the
@@ -172,6 +201,35 @@ TEST(HParams, WrongShapeOrMissingTensorIsNamed) {
 
   const TempModel s = rewrite("tiny-qwen2-Q5_K_S", {.reshape = {{"blk.0.attn_k.bias", {}}}});
   EXPECT_NE(load_error(s).find("blk.0.attn_k.bias"), std::string::npos) << load_error(s);
+}
+
+TEST(HParams, DeepseekV1AndQwen3LoadErrorsAreNamed) {
+  for (const char* key : {"deepseek.expert_feed_forward_length", "deepseek.expert_shared_count",
+                          "deepseek.expert_count", "deepseek.leading_dense_block_count",
+                          "deepseek.attention.layer_norm_rms_epsilon"}) {
+    const TempModel p = rewrite("tiny-ds1-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
+    EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
+  }
+  // Optional, 1 when absent (SPEC-deepseek32-deepseek4.md section 4).
+  const TempModel scale = rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek.expert_weights_scale"); }});
+  EXPECT_EQ(load_error(scale), "(loaded)");
+  const TempModel rot = rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) {
+    w.set("deepseek.rope.dimension_count", gguf_u32(32));
+  }});
+  EXPECT_NE(load_error(rot).find("deepseek.rope.dimension_count"), std::string::npos) << load_error(rot);
+  const TempModel shexp = rewrite("tiny-ds1-Q4_K_M", {.reshape = {{"blk.2.ffn_up_shexp.weight", {}}}});
+  EXPECT_NE(load_error(shexp).find("blk.2.ffn_up_shexp.weight"), std::string::npos) << load_error(shexp);
+
+  const TempModel qn = rewrite("tiny-qwen3-Q4_K_M", {.reshape = {{"blk.1.attn_k_norm.weight", {}}}});
+  EXPECT_NE(load_error(qn).find("blk.1.attn_k_norm.weight"), std::string::npos) << load_error(qn);
+  const TempModel kl = rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) {
+    w.set("qwen3.attention.key_length", gguf_u32(32));
+  }});
+  EXPECT_NE(load_error(kl).find("qwen3.attention.key_length"), std::string::npos) << load_error(kl);
+  const TempModel eps = rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) {
+    w.remove("qwen3.attention.layer_norm_rms_epsilon");
+  }});
+  EXPECT_NE(load_error(eps).find("qwen3.attention.layer_norm_rms_epsilon"), std::string::npos) << load_error(eps);
 }
 
 std::vector<float> logits_of(const std::string& path, const std::string& tokens_of = "tiny-dsv2-Q4_K_M") {
