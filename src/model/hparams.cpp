@@ -228,6 +228,7 @@ Status load_qwen3(const GgufFile& f, const KeyReader& r, HParams* hp) {
   if (hp->n_head % hp->n_head_kv != 0) {
     return Status::error(r.key("attention.head_count") + " is not a multiple of head_count_kv in " + f.path());
   }
+  DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.attn_factor", 1.0f, &hp->rope_attn_factor));
   return Status::ok();
 }
 
@@ -286,6 +287,10 @@ RopeParams HParams::rope_params(const float* freq_factors) const {
     p.ext_factor = 1.0f;
     p.attn_factor = 1.0f;
     p.n_ctx_orig = n_ctx_orig;
+    // [QWEN3_YARN_MSCALE] qwen3 keeps YaRN's magnitude in the rotation, as the reference's
+    // rope does: attn_factor * (1 + 0.1 ln factor). R1-0528-Qwen3-8B's attn_factor 0.8782
+    // (= 1 / (1 + 0.1 ln 4)) brings it back to 1; kq_scale stays 1/sqrt(hd).
+    if (arch == Arch::kQwen3) p.attn_factor = rope_attn_factor * (1.0f + 0.1f * std::log(rope_factor));
   }
   return p;
 }

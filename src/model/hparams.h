@@ -41,6 +41,7 @@ struct HParams {
   float rope_factor = 1.0f;
   int n_ctx_orig = 0;
   float yarn_log_mul = 0.0f;   // [YARN_LOG_MUL] 0.1 x mscale_all_dim
+  float rope_attn_factor = 1.0f;  // qwen3: rope.scaling.attn_factor (YaRN cos/sin magnitude)
 
   // deepseek2 (MLA and MoE) and deepseek (MoE only: the V1 MoE keeps llama attention).
   int n_layer_dense_lead = 0;

@@ -232,6 +232,29 @@ TEST(HParams, DeepseekV1AndQwen3LoadErrorsAreNamed) {
   EXPECT_NE(load_error(eps).find("qwen3.attention.layer_norm_rms_epsilon"), std::string::npos) << load_error(eps);
 }
 
+// [QWEN3_YARN_MSCALE] R1-0528-Qwen3-8B's rope scaling (YaRN x4 from 32768, attn_factor
+// 0.8782488562869419): the cos/sin magnitude is attn_factor * (1 + 0.1 ln 4) = 1.0000; without
+// the attn_factor key it is 1 + 0.1 ln 4 = 1.1386294.
+TEST(HParams, Qwen3YarnMagnitude) {
+  for (const bool with_attn_factor : {true, false}) {
+    const TempModel p = rewrite("tiny-qwen3-Q4_K_M", {.meta = [&](GgufWriter& w) {
+      w.set("qwen3.rope.scaling.type", gguf_str("yarn"));
+      w.set("qwen3.rope.scaling.factor", gguf_f32(4.0f));
+      w.set("qwen3.rope.scaling.original_context_length", gguf_u32(32768));
+      if (with_attn_factor) w.set("qwen3.rope.scaling.attn_factor", gguf_f32(0.8782488562869419f));
+    }});
+    auto hp = hparams_of(p);
+    ASSERT_TRUE(hp.is_ok()) << hp.message();
+    const RopeParams rp = hp->rope_params(nullptr);
+    EXPECT_TRUE(rp.neox);
+    EXPECT_EQ(rp.ext_factor, 1.0f);
+    EXPECT_EQ(rp.freq_scale, 0.25f);
+    EXPECT_EQ(rp.n_ctx_orig, 32768);
+    EXPECT_NEAR(rp.attn_factor, with_attn_factor ? 1.0 : 1.1386294, 1e-6);
+    EXPECT_NEAR(hp->kq_scale(), 0.125, 1e-7);
+  }
+}
+
 std::vector<float> logits_of(const std::string& path, const std::string& tokens_of = "tiny-dsv2-Q4_K_M") {
   auto m = Model::load(path);
   EXPECT_TRUE(m.is_ok()) << m.message();
