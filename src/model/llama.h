@@ -22,6 +22,7 @@ class LlamaModel : public Model {
  private:
   size_t k_row_bytes(GgmlType t) const;
   void store_kv(int il, ForwardCtx& ctx, const float* k, const float* v) const;
+  void head_norms(ForwardCtx& ctx, const LayerWeights& lw, float* q, float* k) const;
 };
 
 }  // namespace ds
