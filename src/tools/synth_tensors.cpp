@@ -192,9 +192,13 @@ Result<std::vector<SynthTensor>> synth_tensors(const GgufWriter& w, bool rope_fr
   std::vector<SynthTensor> out;
   Status s;
   const bool dense_attn = a->str == "llama" || a->str == "qwen2" || a->str == "qwen3" || a->str == "deepseek";
-  if (dense_attn) s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
-  else if (a->str == "deepseek2") s = mla_tensors(hp, &out);
-  else s = Status::error("unknown architecture '" + a->str + "'");
+  if (dense_attn) {
+    s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
+  } else if (a->str == "deepseek2") {
+    s = mla_tensors(hp, &out);
+  } else {
+    s = Status::error("unknown architecture '" + a->str + "'");
+  }
   if (!s.is_ok()) return s;
   return out;
 }

@@ -204,31 +204,29 @@ TEST(HParams, WrongShapeOrMissingTensorIsNamed) {
 }
 
 TEST(HParams, DeepseekV1AndQwen3LoadErrorsAreNamed) {
-  for (const char* key : {"deepseek.expert_feed_forward_length", "deepseek.expert_shared_count",
-                          "deepseek.expert_count", "deepseek.leading_dense_block_count",
-                          "deepseek.attention.layer_norm_rms_epsilon"}) {
+  for (const char* key :
+       {"deepseek.expert_feed_forward_length", "deepseek.expert_shared_count", "deepseek.expert_count",
+        "deepseek.leading_dense_block_count", "deepseek.attention.layer_norm_rms_epsilon"}) {
     const TempModel p = rewrite("tiny-ds1-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
     EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
   }
   // Optional, 1 when absent (SPEC-deepseek32-deepseek4.md section 4).
-  const TempModel scale = rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek.expert_weights_scale"); }});
+  const TempModel scale =
+      rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek.expert_weights_scale"); }});
   EXPECT_EQ(load_error(scale), "(loaded)");
-  const TempModel rot = rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) {
-    w.set("deepseek.rope.dimension_count", gguf_u32(32));
-  }});
+  const TempModel rot =
+      rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) { w.set("deepseek.rope.dimension_count", gguf_u32(32)); }});
   EXPECT_NE(load_error(rot).find("deepseek.rope.dimension_count"), std::string::npos) << load_error(rot);
   const TempModel shexp = rewrite("tiny-ds1-Q4_K_M", {.reshape = {{"blk.2.ffn_up_shexp.weight", {}}}});
   EXPECT_NE(load_error(shexp).find("blk.2.ffn_up_shexp.weight"), std::string::npos) << load_error(shexp);
 
   const TempModel qn = rewrite("tiny-qwen3-Q4_K_M", {.reshape = {{"blk.1.attn_k_norm.weight", {}}}});
   EXPECT_NE(load_error(qn).find("blk.1.attn_k_norm.weight"), std::string::npos) << load_error(qn);
-  const TempModel kl = rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) {
-    w.set("qwen3.attention.key_length", gguf_u32(32));
-  }});
+  const TempModel kl =
+      rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) { w.set("qwen3.attention.key_length", gguf_u32(32)); }});
   EXPECT_NE(load_error(kl).find("qwen3.attention.key_length"), std::string::npos) << load_error(kl);
-  const TempModel eps = rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) {
-    w.remove("qwen3.attention.layer_norm_rms_epsilon");
-  }});
+  const TempModel eps =
+      rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("qwen3.attention.layer_norm_rms_epsilon"); }});
   EXPECT_NE(load_error(eps).find("qwen3.attention.layer_norm_rms_epsilon"), std::string::npos) << load_error(eps);
 }
 
@@ -238,11 +236,12 @@ TEST(HParams, DeepseekV1AndQwen3LoadErrorsAreNamed) {
 TEST(HParams, Qwen3YarnMagnitude) {
   for (const bool with_attn_factor : {true, false}) {
     const TempModel p = rewrite("tiny-qwen3-Q4_K_M", {.meta = [&](GgufWriter& w) {
-      w.set("qwen3.rope.scaling.type", gguf_str("yarn"));
-      w.set("qwen3.rope.scaling.factor", gguf_f32(4.0f));
-      w.set("qwen3.rope.scaling.original_context_length", gguf_u32(32768));
-      if (with_attn_factor) w.set("qwen3.rope.scaling.attn_factor", gguf_f32(0.8782488562869419f));
-    }});
+                                  w.set("qwen3.rope.scaling.type", gguf_str("yarn"));
+                                  w.set("qwen3.rope.scaling.factor", gguf_f32(4.0f));
+                                  w.set("qwen3.rope.scaling.original_context_length", gguf_u32(32768));
+                                  if (with_attn_factor)
+                                    w.set("qwen3.rope.scaling.attn_factor", gguf_f32(0.8782488562869419f));
+                                }});
     auto hp = hparams_of(p);
     ASSERT_TRUE(hp.is_ok()) << hp.message();
     const RopeParams rp = hp->rope_params(nullptr);

@@ -459,16 +459,19 @@ TEST_F(ToolsTest, SynthDeepseekV1AndQwen3Run) {
     std::ofstream j(tokens);
     j << "{\"tokens\": [1, 17, 300, 42, 99, 5, 250, 7, 8, 400, 12, 13]}";
   }
-  const std::string small = "--layers 3 --set embedding_length=256 --set attention.head_count=4 "
-                            "--set rope.dimension_count=64 --set feed_forward_length=512 --set vocab_size=4096 ";
-  for (auto [shape, extra] : {std::pair{"deepseek-moe-16b", "--set attention.head_count_kv=4 --set expert_count=8 "
-                                                            "--set expert_feed_forward_length=256"},
+  const std::string small =
+      "--layers 3 --set embedding_length=256 --set attention.head_count=4 "
+      "--set rope.dimension_count=64 --set feed_forward_length=512 --set vocab_size=4096 ";
+  for (auto [shape, extra] : {std::pair{"deepseek-moe-16b",
+                                        "--set attention.head_count_kv=4 --set expert_count=8 "
+                                        "--set expert_feed_forward_length=256"},
                               std::pair{"r1-0528-qwen3-8b", "--set attention.head_count_kv=2"}}) {
     auto f = synth(shape, "Q4_K_M", small + extra);
     ASSERT_TRUE(f) << shape;
     const std::string model = path(std::string(shape) + "-Q4_K_M.gguf");
     const std::string logits = path("logits.f32");
-    ASSERT_EQ(run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
+    ASSERT_EQ(
+        run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
         << shape;
     const auto bytes = test::read_file_bytes(logits);
     const int64_t n_vocab = static_cast<int64_t>(f->find("tokenizer.ggml.tokens")->arr_str.size());
