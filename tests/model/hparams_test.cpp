@@ -298,6 +298,33 @@ TEST(Weights, MergedGateUpExpertsEqualSplit) {
   EXPECT_EQ(std::memcmp(merged.data(), split.data(), split.size() * 4), 0);
 }
 
+TEST(Weights, FusedQkvEqualsSplit) {
+  // attn_qkv [E, q + k + v rows] in the blocks whose q, k and v share a type (tiny-qwen3:
+  // blocks 0 and 1); the q/k norms still apply.
+  const std::string M = "tiny-qwen3-Q4_K_M";
+  auto src = GgufFile::open(ref_path(M, ".gguf"));
+  ASSERT_TRUE(src.is_ok());
+  Rewrite rw;
+  for (int il = 0; il < 2; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    const GgufTensorInfo* tq = (*src)->tensor(b + "attn_q.weight");
+    const GgufTensorInfo* tk = (*src)->tensor(b + "attn_k.weight");
+    const GgufTensorInfo* tv = (*src)->tensor(b + "attn_v.weight");
+    ASSERT_TRUE(tq && tk && tv && tq->type == tk->type && tk->type == tv->type);
+    Rewrite::Extra e{tq->type, {tq->ne[0], tq->ne[1] + tk->ne[1] + tv->ne[1]}, {}};
+    for (const GgufTensorInfo* t : {tq, tk, tv}) {
+      e.bytes.insert(e.bytes.end(), t->data, t->data + t->nbytes);
+      rw.reshape[t->name] = {};
+    }
+    rw.extra.push_back({b + "attn_qkv.weight", std::move(e)});
+  }
+  const TempModel mf = rewrite(M, rw);
+  const auto fused = logits_of(mf, M);
+  const auto split = logits_of(ref_path(M, ".gguf"), M);
+  ASSERT_EQ(fused.size(), split.size());
+  EXPECT_EQ(std::memcmp(fused.data(), split.data(), split.size() * 4), 0);
+}
+
 TEST(Weights, TiedOutputUsesTokenEmbedding) {
   // A file whose output.weight is a copy of token_embd computes what the tied file does.
   const std::string M = "tiny-dsv2-Q4_K_M";
