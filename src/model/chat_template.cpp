@@ -177,6 +177,12 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
   return t;
 }
 
+const char* ChatTemplate::fallback_name(std::string_view architecture) {
+  if (architecture == "deepseek") return "deepseek2";
+  if (architecture == "qwen3") return "deepseek-r1";
+  return "deepseek3";
+}
+
 ChatTemplate::ChatTemplate(ChatFormat format, std::string bos_text, std::string eos_text)
     : format_(format), bos_(std::move(bos_text)), eos_(std::move(eos_text)) {}
 

@@ -56,6 +56,11 @@ class ChatTemplate {
   // then says so.
   static Result<ChatTemplate> from_gguf(const GgufFile& file, const Tokenizer& tokenizer,
                                         std::string_view override_name = "");
+  // The built-in format for a file without tokenizer.chat_template, by general.architecture:
+  // "deepseek2" for deepseek (DeepSeek-MoE 16B chat uses the deepseek-llm format),
+  // "deepseek-r1" for qwen3 (R1-0528-Qwen3's template has the R1 markers and reasoning),
+  // "deepseek3" for every other architecture.
+  static const char* fallback_name(std::string_view architecture);
 
   ChatTemplate(ChatFormat format, std::string bos_text, std::string eos_text);
 

@@ -185,6 +185,53 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
   return Status::ok();
 }
 
+// deepseek (DeepSeek-MoE 16B, ../shared/SPEC-deepseek32-deepseek4.md section 4): llama
+// attention (RoPE over the whole head) and the deepseek2 MoE with fixed routing: softmax
+// scores, no selection bias, no groups, no weight normalization.
+Status load_deepseek(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp->n_rot, false, hp->n_embd_head_k, 2));
+  if (hp->n_rot != hp->n_embd_head_k) {
+    return Status::error(r.key("rope.dimension_count") + " = " + std::to_string(hp->n_rot) +
+                         " must equal the head size " + std::to_string(hp->n_embd_head_k) + " in " + f.path());
+  }
+  if (hp->n_head % hp->n_head_kv != 0) {
+    return Status::error(r.key("attention.head_count") + " is not a multiple of head_count_kv in " + f.path());
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "leading_dense_block_count", &hp->n_layer_dense_lead, true, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_count", &hp->n_expert, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_used_count", &hp->n_expert_used, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
+  DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, &hp->expert_weights_scale));
+  hp->gating = MoeGating::kSoftmax;
+  hp->expert_weights_norm = false;
+  if (hp->n_expert_used > hp->n_expert) return Status::error(r.key("expert_used_count") + " exceeds expert_count");
+  if (hp->n_layer_dense_lead > hp->n_layer) {
+    return Status::error(r.key("leading_dense_block_count") + " exceeds block_count");
+  }
+  return Status::ok();
+}
+
+// qwen3 (R1-0528-Qwen3, ../shared/SPEC-deepseek32-deepseek4.md section 8): the qwen2 block
+// without biases and with per-head q/k norms; RoPE covers the whole head and K and V heads
+// have one width.
+Status load_qwen3(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  if (hp->n_embd_head_k != hp->n_embd_head_v) {
+    return Status::error(r.key("attention.key_length") + " and " + r.key("attention.value_length") +
+                         " must be equal in " + f.path());
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp->n_rot, false, hp->n_embd_head_k, 2));
+  if (hp->n_rot != hp->n_embd_head_k) {
+    return Status::error(r.key("rope.dimension_count") + " = " + std::to_string(hp->n_rot) +
+                         " must equal the head size " + std::to_string(hp->n_embd_head_k) + " in " + f.path());
+  }
+  if (hp->n_head % hp->n_head_kv != 0) {
+    return Status::error(r.key("attention.head_count") + " is not a multiple of head_count_kv in " + f.path());
+  }
+  DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.attn_factor", 1.0f, &hp->rope_attn_factor));
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<HParams> load_hparams(const GgufFile& f) {
@@ -197,9 +244,13 @@ Result<HParams> load_hparams(const GgufFile& f) {
     hp.arch = Arch::kQwen2;
   } else if (hp.arch_name == "deepseek2") {
     hp.arch = Arch::kDeepseek2;
+  } else if (hp.arch_name == "deepseek") {
+    hp.arch = Arch::kDeepseek;
+  } else if (hp.arch_name == "qwen3") {
+    hp.arch = Arch::kQwen3;
   } else {
     return Status::error("unsupported architecture '" + hp.arch_name + "' in " + f.path() +
-                         " (supported: llama, qwen2, deepseek2)");
+                         " (supported: llama, qwen2, qwen3, deepseek, deepseek2)");
   }
   auto name = f.get_string_or("general.name", "");
   if (!name) return name.status();
@@ -208,6 +259,10 @@ Result<HParams> load_hparams(const GgufFile& f) {
   DS_RETURN_IF_ERROR(load_common(f, r, &hp));
   if (hp.arch == Arch::kDeepseek2) {
     DS_RETURN_IF_ERROR(load_deepseek2(f, r, &hp));
+  } else if (hp.arch == Arch::kDeepseek) {
+    DS_RETURN_IF_ERROR(load_deepseek(f, r, &hp));
+  } else if (hp.arch == Arch::kQwen3) {
+    DS_RETURN_IF_ERROR(load_qwen3(f, r, &hp));
   } else {
     DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp.n_rot, false, hp.n_embd_head_k, 2));
     if (hp.n_head % hp.n_head_kv != 0) {
@@ -221,7 +276,8 @@ Result<HParams> load_hparams(const GgufFile& f) {
 RopeParams HParams::rope_params(const float* freq_factors) const {
   RopeParams p;
   p.n_rot = n_rot;
-  p.neox = arch == Arch::kQwen2;  // SPEC.md: qwen2 rotates halves; llama/deepseek2 adjacent pairs
+  // SPEC.md: qwen2 and qwen3 rotate halves; llama, deepseek and deepseek2 adjacent pairs.
+  p.neox = arch == Arch::kQwen2 || arch == Arch::kQwen3;
   p.freq_base = rope_base;
   p.freq_factors = freq_factors;
   if (rope_scaling != RopeScaling::kNone) p.freq_scale = 1.0f / rope_factor;
@@ -231,6 +287,10 @@ RopeParams HParams::rope_params(const float* freq_factors) const {
     p.ext_factor = 1.0f;
     p.attn_factor = 1.0f;
     p.n_ctx_orig = n_ctx_orig;
+    // [QWEN3_YARN_MSCALE] qwen3 keeps YaRN's magnitude in the rotation, as the reference's
+    // rope does: attn_factor * (1 + 0.1 ln factor). R1-0528-Qwen3-8B's attn_factor 0.8782
+    // (= 1 / (1 + 0.1 ln 4)) brings it back to 1; kq_scale stays 1/sqrt(hd).
+    if (arch == Arch::kQwen3) p.attn_factor = rope_attn_factor * (1.0f + 0.1f * std::log(rope_factor));
   }
   return p;
 }

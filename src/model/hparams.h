@@ -1,5 +1,5 @@
 // Model hyper-parameters, read from explicit GGUF keys (../shared/SPEC.md "Architectures").
-// Design: one flat struct for all three architectures; fields that an architecture does not
+// Design: one flat struct for all architectures; fields that an architecture does not
 // use stay at their defaults. Nothing is inferred from the layer count or from tensor
 // shapes: a missing required key is a load error that names the key. The deepseek2 file
 // layout (MLA split k_b/v_b versus legacy attn_kv_b) is decided by the presence of the
@@ -15,7 +15,7 @@ namespace ds {
 
 class GgufFile;
 
-enum class Arch { kLlama, kQwen2, kDeepseek2 };
+enum class Arch { kLlama, kQwen2, kDeepseek2, kDeepseek, kQwen3 };
 enum class RopeScaling { kNone, kLinear, kYarn };
 
 struct HParams {
@@ -41,8 +41,9 @@ struct HParams {
   float rope_factor = 1.0f;
   int n_ctx_orig = 0;
   float yarn_log_mul = 0.0f;   // [YARN_LOG_MUL] 0.1 x mscale_all_dim
+  float rope_attn_factor = 1.0f;  // qwen3: rope.scaling.attn_factor (YaRN cos/sin magnitude)
 
-  // deepseek2 only.
+  // deepseek2 (MLA and MoE) and deepseek (MoE only: the V1 MoE keeps llama attention).
   int n_layer_dense_lead = 0;
   int64_t q_lora = 0;          // 0: attn_q instead of attn_q_a/attn_q_b
   int64_t kv_lora = 0;
@@ -59,7 +60,9 @@ struct HParams {
   int n_group = 1;
   int n_group_used = 1;
 
-  bool is_moe_layer(int il) const { return arch == Arch::kDeepseek2 && il >= n_layer_dense_lead; }
+  bool is_moe_layer(int il) const {
+    return (arch == Arch::kDeepseek2 || arch == Arch::kDeepseek) && il >= n_layer_dense_lead;
+  }
   // Rope parameters shared by every layer (kernels.h RopeParams).
   RopeParams rope_params(const float* freq_factors) const;
   // kq_scale (SPEC.md: deepseek2 uses mscale^2 / sqrt(nope + rope)).

@@ -1,6 +1,7 @@
 // llama block (../shared/SPEC.md "llama"):
 //   x = rms_norm(h) * attn_norm
 //   q = Wq x (+bq), k = Wk x (+bk), v = Wv x (+bv)       (biases: qwen2)
+//   q_h, k_h = rms_norm(q_h) * q_norm, rms_norm(k_h) * k_norm   (per head: qwen3)
 //   q, k = rope(q, k)                                      (adjacent pairs; qwen2: halves)
 //   cache[pos] = k, v; o = softmax(q k^T / sqrt(hd)) v     (GQA: head h uses kv head h / (H/KV))
 //   attn = Wo o
@@ -54,6 +55,19 @@ void LlamaModel::store_kv(int il, ForwardCtx& ctx, const float* k, const float* 
   });
 }
 
+// qwen3: every (token, head) row of q and of k normalized on its own, in place, before
+// RoPE; one parallel pass over the T*H q rows and T*KV k rows.
+void LlamaModel::head_norms(ForwardCtx& ctx, const LayerWeights& lw, float* q, float* k) const {
+  ProfScope ps(ctx.prof, Stage::kNormsRope);
+  const int64_t hk = hp_.n_embd_head_k, nq = ctx.batch.n_tok * hp_.n_head, nk = ctx.batch.n_tok * hp_.n_head_kv;
+  ctx.parallel_for(nq + nk, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* row = i < nq ? q + i * hk : k + (i - nq) * hk;
+      ctx.kt.rms_norm(row, (i < nq ? lw.q_norm : lw.k_norm).data, row, hk, hp_.norm_eps);
+    }
+  });
+}
+
 void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) const {
   const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
   const Batch& b = ctx.batch;
@@ -72,6 +86,7 @@ void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) 
   add_bias(ctx, q, T, H * hk, lw.bq);
   add_bias(ctx, k, T, KV * hk, lw.bk);
   add_bias(ctx, v, T, KV * hv, lw.bv);
+  if (lw.q_norm) head_norms(ctx, lw, q, k);
 
   const RopeParams rp = hp_.rope_params(w_->rope_freqs.data);
   ctx.rope_rows(q, H, hk, H * hk, rp);

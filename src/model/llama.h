@@ -1,6 +1,7 @@
-// The llama-family block (llama, qwen2): GQA attention with RoPE over a paged K/V cache
-// and a SiLU-gated FFN. qwen2 differs only by q/k/v biases and NEOX RoPE, both carried by
-// its weights and hyper-parameters (qwen2.cpp).
+// The llama-family block (llama, qwen2, qwen3): GQA attention with RoPE over a paged K/V
+// cache and a SiLU-gated FFN. qwen2 differs only by q/k/v biases and NEOX RoPE, qwen3 by
+// per-head q/k norms and NEOX RoPE, all carried by their weights and hyper-parameters
+// (qwen2.cpp, qwen3.cpp). deepseek (deepseek.cpp) derives from it for the MoE blocks.
 #pragma once
 #include <memory>
 
@@ -21,6 +22,7 @@ class LlamaModel : public Model {
  private:
   size_t k_row_bytes(GgmlType t) const;
   void store_kv(int il, ForwardCtx& ctx, const float* k, const float* v) const;
+  void head_norms(ForwardCtx& ctx, const LayerWeights& lw, float* q, float* k) const;
 };
 
 }  // namespace ds

@@ -21,6 +21,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
       return make_qwen2_model(std::move(*file), std::move(*hp), std::move(*w));
     case Arch::kDeepseek2:
       return make_deepseek2_model(std::move(*file), std::move(*hp), std::move(*w));
+    case Arch::kDeepseek:
+      return make_deepseek_model(std::move(*file), std::move(*hp), std::move(*w));
+    case Arch::kQwen3:
+      return make_qwen3_model(std::move(*file), std::move(*hp), std::move(*w));
   }
   return Status::error("unsupported architecture in " + path);
 }

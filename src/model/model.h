@@ -55,9 +55,11 @@ class Model {
   std::unique_ptr<Weights> w_;
 };
 
-// Per-architecture factories (llama.cpp, qwen2.cpp, deepseek2.cpp).
+// Per-architecture factories (llama.cpp, qwen2.cpp, deepseek2.cpp, deepseek.cpp, qwen3.cpp).
 std::unique_ptr<Model> make_llama_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_qwen2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_deepseek_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_qwen3_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 
 }  // namespace ds

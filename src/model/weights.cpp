@@ -108,16 +108,47 @@ class Loader {
 
 std::string blk(int il, const char* name) { return "blk." + std::to_string(il) + "." + name; }
 
+// A fused attn_qkv [E, q + k + v rows] (and its bias) as three row views, the same matrices
+// a file with separate attn_q/attn_k/attn_v holds.
+Status load_fused_qkv(Loader& L, const GgufTensorInfo& qkv, const HParams& hp, int il, LayerWeights* lw) {
+  const int64_t E = hp.n_embd, nq = hp.n_head * hp.n_embd_head_k, nk = hp.n_head_kv * hp.n_embd_head_k;
+  const int64_t nv = hp.n_head_kv * hp.n_embd_head_v;
+  lw->wq = L.view(qkv, E, nq);
+  lw->wk = L.view(qkv, E, nk);
+  lw->wk.data += static_cast<size_t>(nq) * lw->wk.row_stride;
+  lw->wv = L.view(qkv, E, nv);
+  lw->wv.data += static_cast<size_t>(nq + nk) * lw->wv.row_stride;
+  Vec b;
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_qkv.bias"), nq + nk + nv, hp.arch == Arch::kQwen2, &b));
+  if (b) {
+    lw->bq = Vec{b.data, nq};
+    lw->bk = Vec{b.data + nq, nk};
+    lw->bv = Vec{b.data + nq + nk, nv};
+  }
+  return Status::ok();
+}
+
 Status load_dense_attention(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
   const int64_t E = hp.n_embd, hk = hp.n_embd_head_k, hv = hp.n_embd_head_v;
-  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_q.weight"), E, hp.n_head * hk, true, &lw->wq));
-  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_k.weight"), E, hp.n_head_kv * hk, true, &lw->wk));
-  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_v.weight"), E, hp.n_head_kv * hv, true, &lw->wv));
   DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_output.weight"), hp.n_head * hv, E, true, &lw->wo));
-  const bool biases = hp.arch == Arch::kQwen2;
-  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_q.bias"), hp.n_head * hk, biases, &lw->bq));
-  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_k.bias"), hp.n_head_kv * hk, biases, &lw->bk));
-  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_v.bias"), hp.n_head_kv * hv, biases, &lw->bv));
+  const GgufTensorInfo* qkv = nullptr;
+  DS_RETURN_IF_ERROR(L.find(blk(il, "attn_qkv.weight"), {E, (hp.n_head + hp.n_head_kv) * hk + hp.n_head_kv * hv},
+                            false, &qkv));
+  if (qkv) {
+    DS_RETURN_IF_ERROR(load_fused_qkv(L, *qkv, hp, il, lw));
+  } else {
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_q.weight"), E, hp.n_head * hk, true, &lw->wq));
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_k.weight"), E, hp.n_head_kv * hk, true, &lw->wk));
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_v.weight"), E, hp.n_head_kv * hv, true, &lw->wv));
+    const bool biases = hp.arch == Arch::kQwen2;
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_q.bias"), hp.n_head * hk, biases, &lw->bq));
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_k.bias"), hp.n_head_kv * hk, biases, &lw->bk));
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_v.bias"), hp.n_head_kv * hv, biases, &lw->bv));
+  }
+  if (hp.arch == Arch::kQwen3) {
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_q_norm.weight"), hk, true, &lw->q_norm));
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_k_norm.weight"), hk, true, &lw->k_norm));
+  }
   return Status::ok();
 }
 

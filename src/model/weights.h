@@ -56,9 +56,10 @@ struct LayerWeights {
   Vec attn_norm;
   Vec ffn_norm;
 
-  // llama / qwen2 attention.
+  // llama / qwen2 / qwen3 / deepseek attention.
   Mat wq, wk, wv, wo;
   Vec bq, bk, bv;  // qwen2 only
+  Vec q_norm, k_norm;  // qwen3: per-head RMSNorm weights [head_dim], shared by all heads
 
   // deepseek2 MLA attention.
   Mat wq_a;            // [E -> q_lora] (q compression) or empty
@@ -69,7 +70,7 @@ struct LayerWeights {
   std::vector<Mat> k_b;  // per head: [nope -> kv_lora] (q_abs = k_b^T q_nope)
   std::vector<Mat> v_b;  // per head: [kv_lora -> v]
 
-  // Dense FFN (llama, qwen2, deepseek2 leading blocks).
+  // Dense FFN (llama, qwen2, qwen3, the leading blocks of deepseek and deepseek2).
   Mat ffn_gate, ffn_up, ffn_down;
 
   // MoE FFN.

@@ -43,10 +43,12 @@ Result<Loaded> load(const ServerConfig& c) {
   if (!file) return file.status();
   auto tmpl = ChatTemplate::from_gguf(**file, l.engine->tokenizer(), c.chat_template);
   if (!tmpl && c.chat_template.empty() && !(*file)->has("tokenizer.chat_template")) {
-    // A model without a template still serves /completion; chat falls back to the V3 format.
-    spdlog::warn("{} has no chat template: using deepseek3 (choose with --chat-template)", c.model);
+    // A model without a template still serves /completion; chat falls back to the format
+    // of its architecture (ChatTemplate::fallback_name).
+    const char* fallback = ChatTemplate::fallback_name((*file)->architecture());
+    spdlog::warn("{} has no chat template: using {} (choose with --chat-template)", c.model, fallback);
     const Tokenizer& tok = l.engine->tokenizer();
-    tmpl = ChatTemplate::from_name("deepseek3", tok.bos() >= 0 ? tok.token_bytes(tok.bos()) : "",
+    tmpl = ChatTemplate::from_name(fallback, tok.bos() >= 0 ? tok.token_bytes(tok.bos()) : "",
                                    tok.eos() >= 0 ? tok.token_bytes(tok.eos()) : "");
   }
   if (!tmpl) return tmpl.status();

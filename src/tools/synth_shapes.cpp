@@ -11,7 +11,7 @@
 namespace ds::cli {
 namespace {
 
-struct DenseShape {  // llama / qwen2
+struct DenseShape {  // llama / qwen2 / qwen3 / deepseek (attention and dense blocks)
   const char* arch;
   int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
   float rope_base, eps;
@@ -42,6 +42,18 @@ constexpr DenseShape kTinyLlama{"llama", 256, 4, 4, 2, 768, 0, 4096, 100000.0f, 
 constexpr DenseShape kTinyQwen2{"qwen2", 256, 3, 4, 2, 512, 0, 4096, 1000000.0f, 1e-6f, nullptr, 0.0f, false};
 constexpr DenseShape kQwen15B{"qwen2", 1536, 28, 12, 2, 8960, 151936, 131072, 10000.0f, 1e-6f, nullptr, 0.0f, false};
 constexpr DenseShape kLlama8B{"llama", 4096, 32, 32, 8, 14336, 128256, 131072, 500000.0f, 1e-5f, nullptr, 0.0f, true};
+// DeepSeek-R1-0528-Qwen3-8B (config.json: YaRN x4 from 32768) and DeepSeek-MoE 16B.
+constexpr DenseShape kR1Qwen3_8B{"qwen3", 4096, 36, 32, 8, 12288, 151936, 131072, 1000000.0f, 1e-6f, "yarn", 4.0f, false};
+constexpr DenseShape kDsMoe16B{"deepseek", 2048, 28, 16, 16, 10944, 102400, 4096, 10000.0f, 1e-6f, nullptr, 0.0f, false};
+
+// The MoE keys of a `deepseek` (V1) shape: softmax routing, no normalization (fixed by the
+// architecture, so no keys for them).
+struct DenseMoe {
+  const DenseShape* shape;
+  int64_t n_expert, n_used, n_shared, n_ff_exp, n_dense;
+  float scale;
+};
+constexpr DenseMoe kDenseMoes[] = {{&kDsMoe16B, 64, 6, 2, 1408, 1, 1.0f}};
 
 constexpr MlaShape kTinyDsv2{256, 3, 4, 512, 0, 256, 64, 32, 64, 8, 2, 2, 256, 1, 0, 4096,
                              1, false, 1.0f, 0, 0, 40.0f, 0.0707f};
@@ -64,6 +76,10 @@ const ShapeDef kShapes[] = {
     {{"v2-lite", "deepseek2, DeepSeek-V2-Lite dimensions (64 experts of 1408, top-6)"}, nullptr, &kV2Lite},
     {{"v3", "deepseek2, DeepSeek-V3/R1 dimensions (671B; use --layers)"}, nullptr, &kV3},
     {{"moe-bench", "deepseek2 benchmark MoE: 6 layers, q_lora 768, 64 experts top-6 sigmoid"}, nullptr, &kMoeBench},
+    {{"deepseek-moe-16b", "deepseek (V1 MoE), DeepSeek-MoE 16B dimensions (MHA, 64 experts of 1408, top-6, 2 shared)"},
+     &kDsMoe16B, nullptr},
+    {{"r1-0528-qwen3-8b", "qwen3, DeepSeek-R1-0528-Qwen3-8B dimensions (GQA 32/8, q/k norms, YaRN x4)"}, &kR1Qwen3_8B,
+     nullptr},
 };
 
 void put_dense(const DenseShape& s, GgufWriter* w) {
@@ -81,8 +97,22 @@ void put_dense(const DenseShape& s, GgufWriter* w) {
   if (s.rope_scaling) {
     w->set(a + "rope.scaling.type", gguf_str(s.rope_scaling));
     w->set(a + "rope.scaling.factor", gguf_f32(s.rope_factor));
+    if (std::string_view(s.rope_scaling) == "yarn") {  // the context was extended by the factor
+      const auto orig = static_cast<int64_t>(static_cast<float>(s.n_ctx) / s.rope_factor);
+      w->set(a + "rope.scaling.original_context_length", gguf_u32(static_cast<uint32_t>(orig)));
+    }
   }
   if (s.n_vocab) w->set(a + "vocab_size", gguf_u32(static_cast<uint32_t>(s.n_vocab)));
+  for (const DenseMoe& m : kDenseMoes) {
+    if (m.shape != &s) continue;
+    auto u = [&](const char* k, int64_t v) { w->set(a + k, gguf_u32(static_cast<uint32_t>(v))); };
+    u("leading_dense_block_count", m.n_dense);
+    u("expert_feed_forward_length", m.n_ff_exp);
+    u("expert_count", m.n_expert);
+    u("expert_used_count", m.n_used);
+    u("expert_shared_count", m.n_shared);
+    w->set(a + "expert_weights_scale", gguf_f32(m.scale));
+  }
 }
 
 void put_mla(const MlaShape& s, GgufWriter* w) {

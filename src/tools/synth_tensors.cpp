@@ -33,6 +33,25 @@ void add(std::vector<SynthTensor>* out, std::string name, std::vector<int64_t> n
 
 std::string blk(int64_t il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
 
+// The MoE FFN of a deepseek (V1) block: router, routed experts, shared experts.
+struct DenseMoeKeys {
+  int64_t n_expert = 0, n_shared = 0, n_ff_exp = 0, n_dense = 0;
+};
+
+void moe_ffn_tensors(const DenseMoeKeys& m, int64_t il, int64_t n_embd, std::vector<SynthTensor>* out) {
+  add(out, blk(il, "ffn_gate_inp.weight"), {n_embd, m.n_expert});
+  add(out, blk(il, "ffn_gate_exps.weight"), {n_embd, m.n_ff_exp, m.n_expert});
+  add(out, blk(il, "ffn_up_exps.weight"), {n_embd, m.n_ff_exp, m.n_expert});
+  add(out, blk(il, "ffn_down_exps.weight"), {m.n_ff_exp, n_embd, m.n_expert});
+  if (m.n_shared > 0) {
+    add(out, blk(il, "ffn_gate_shexp.weight"), {n_embd, m.n_ff_exp * m.n_shared});
+    add(out, blk(il, "ffn_up_shexp.weight"), {n_embd, m.n_ff_exp * m.n_shared});
+    add(out, blk(il, "ffn_down_shexp.weight"), {m.n_ff_exp * m.n_shared, n_embd});
+  }
+}
+
+// llama, qwen2 (q/k/v biases), qwen3 (per-head q/k norms) and deepseek (MoE blocks after
+// the leading dense ones).
 Status dense_tensors(Hp& hp, bool qwen2, bool rope_freqs, std::vector<SynthTensor>* out) {
   const int64_t n_embd = hp.get("embedding_length", 0, 1, kMaxDim);
   const int64_t n_layer = hp.get("block_count", 0, 1, 4096);
@@ -46,6 +65,14 @@ Status dense_tensors(Hp& hp, bool qwen2, bool rope_freqs, std::vector<SynthTenso
     return Status::error("embedding_length must be a multiple of head_count");
   }
   const int64_t hd = hp.get("attention.key_length", n_embd / n_head, 2, 65536);
+  DenseMoeKeys moe;
+  if (hp.arch == "deepseek") {
+    moe.n_expert = hp.get("expert_count", 0, 1, 4096);
+    hp.get("expert_used_count", 0, 1, moe.n_expert);  // validated only
+    moe.n_shared = hp.get("expert_shared_count", 0, 0, 64);
+    moe.n_ff_exp = hp.get("expert_feed_forward_length", 0, 1, kMaxDim);
+    moe.n_dense = hp.get("leading_dense_block_count", 0, 0, n_layer);
+  }
   DS_RETURN_IF_ERROR(hp.status);
   add(out, "token_embd.weight", {n_embd, n_vocab});
   if (rope_freqs) add(out, "rope_freqs.weight", {hd / 2}, SynthInit::kRopeFreqs);
@@ -59,8 +86,16 @@ Status dense_tensors(Hp& hp, bool qwen2, bool rope_freqs, std::vector<SynthTenso
       add(out, blk(il, "attn_k.bias"), {n_head_kv * hd});
       add(out, blk(il, "attn_v.bias"), {n_head_kv * hd});
     }
+    if (hp.arch == "qwen3") {
+      add(out, blk(il, "attn_q_norm.weight"), {hd}, SynthInit::kOnes);
+      add(out, blk(il, "attn_k_norm.weight"), {hd}, SynthInit::kOnes);
+    }
     add(out, blk(il, "attn_output.weight"), {n_head * hd, n_embd});
     add(out, blk(il, "ffn_norm.weight"), {n_embd}, SynthInit::kOnes);
+    if (moe.n_expert > 0 && il >= moe.n_dense) {
+      moe_ffn_tensors(moe, il, n_embd, out);
+      continue;
+    }
     add(out, blk(il, "ffn_gate.weight"), {n_embd, n_ff});
     add(out, blk(il, "ffn_up.weight"), {n_embd, n_ff});
     add(out, blk(il, "ffn_down.weight"), {n_ff, n_embd});
@@ -156,9 +191,14 @@ Result<std::vector<SynthTensor>> synth_tensors(const GgufWriter& w, bool rope_fr
   Hp hp{w, a->str, Status::ok()};
   std::vector<SynthTensor> out;
   Status s;
-  if (a->str == "llama" || a->str == "qwen2") s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
-  else if (a->str == "deepseek2") s = mla_tensors(hp, &out);
-  else s = Status::error("unknown architecture '" + a->str + "'");
+  const bool dense_attn = a->str == "llama" || a->str == "qwen2" || a->str == "qwen3" || a->str == "deepseek";
+  if (dense_attn) {
+    s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
+  } else if (a->str == "deepseek2") {
+    s = mla_tensors(hp, &out);
+  } else {
+    s = Status::error("unknown architecture '" + a->str + "'");
+  }
   if (!s.is_ok()) return s;
   return out;
 }

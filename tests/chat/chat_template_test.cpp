@@ -147,6 +147,23 @@ TEST(ChatTemplate, FromNameAndOverride) {
   EXPECT_NE(bad.message().find("deepseek-r1"), std::string::npos);
 }
 
+TEST(ChatTemplate, FallbackByArchitecture) {
+  // DeepSeek-MoE 16B chat: "User: ...\n\nAssistant:" (deepseek-llm); R1-0528-Qwen3: R1 markers.
+  EXPECT_STREQ(ChatTemplate::fallback_name("deepseek"), "deepseek2");
+  EXPECT_STREQ(ChatTemplate::fallback_name("qwen3"), "deepseek-r1");
+  EXPECT_STREQ(ChatTemplate::fallback_name("deepseek2"), "deepseek3");
+  EXPECT_STREQ(ChatTemplate::fallback_name("llama"), "deepseek3");
+  for (const char* arch : {"deepseek", "qwen3", "qwen2"}) {
+    auto t = ChatTemplate::from_name(ChatTemplate::fallback_name(arch), kBos, kEos);
+    ASSERT_TRUE(t) << arch;
+  }
+  auto ds1 = ChatTemplate::from_name(ChatTemplate::fallback_name("deepseek"), kBos, kEos);
+  EXPECT_EQ(ds1->render(kSingle, true).value(), kBos + "User: Hi\n\nAssistant:");
+  auto qwen3 = ChatTemplate::from_name(ChatTemplate::fallback_name("qwen3"), kBos, kEos);
+  EXPECT_EQ(qwen3->render(kSingle, true).value(), kBos + "<｜User｜>Hi<｜Assistant｜><think>\n");
+  EXPECT_TRUE(qwen3->has_reasoning());
+}
+
 struct Loaded {
   std::unique_ptr<GgufFile> file;
   std::unique_ptr<Tokenizer> tok;

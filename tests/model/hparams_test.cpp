@@ -82,6 +82,35 @@ TEST(HParams, ReferenceModels) {
   EXPECT_EQ(legacy->n_nope, 64);
   EXPECT_EQ(legacy->n_v, 64);
   EXPECT_EQ(legacy->n_head_kv, 4);
+
+  // ../shared/refdata/README.md: tiny-ds1 is MHA 4 x 64, 1 dense lead block, 16 experts
+  // top-4 softmax without normalization, 2 shared; tiny-qwen3 GQA 4/2 x 64, base 1e6.
+  auto ds1 = hparams_of(ref_path("tiny-ds1-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(ds1.is_ok()) << ds1.message();
+  EXPECT_EQ(ds1->arch, Arch::kDeepseek);
+  EXPECT_EQ(ds1->n_head_kv, 4);
+  EXPECT_EQ(ds1->n_rot, 64);
+  EXPECT_EQ(ds1->n_layer_dense_lead, 1);
+  EXPECT_FALSE(ds1->is_moe_layer(0));
+  EXPECT_TRUE(ds1->is_moe_layer(1));
+  EXPECT_EQ(ds1->n_expert, 16);
+  EXPECT_EQ(ds1->n_expert_used, 4);
+  EXPECT_EQ(ds1->n_expert_shared, 2);
+  EXPECT_EQ(ds1->n_ff_exp, 256);
+  EXPECT_EQ(ds1->gating, MoeGating::kSoftmax);
+  EXPECT_FALSE(ds1->expert_weights_norm);
+  EXPECT_EQ(ds1->n_group, 1);
+  EXPECT_FALSE(ds1->rope_params(nullptr).neox);
+  EXPECT_NEAR(ds1->kq_scale(), 1.0 / 8.0, 1e-7);
+
+  auto qwen3 = hparams_of(ref_path("tiny-qwen3-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(qwen3.is_ok()) << qwen3.message();
+  EXPECT_EQ(qwen3->arch, Arch::kQwen3);
+  EXPECT_EQ(qwen3->n_head_kv, 2);
+  EXPECT_EQ(qwen3->n_embd_head_k, 64);
+  EXPECT_TRUE(qwen3->rope_params(nullptr).neox);
+  EXPECT_EQ(qwen3->rope_base, 1e6f);
+  EXPECT_FALSE(qwen3->is_moe_layer(1));
 }
 
 // Copies refdata model `src` to a temporary file, letting `edit` change metadata and the
@@ -174,6 +203,57 @@ TEST(HParams, WrongShapeOrMissingTensorIsNamed) {
   EXPECT_NE(load_error(s).find("blk.0.attn_k.bias"), std::string::npos) << load_error(s);
 }
 
+TEST(HParams, DeepseekV1AndQwen3LoadErrorsAreNamed) {
+  for (const char* key :
+       {"deepseek.expert_feed_forward_length", "deepseek.expert_shared_count", "deepseek.expert_count",
+        "deepseek.leading_dense_block_count", "deepseek.attention.layer_norm_rms_epsilon"}) {
+    const TempModel p = rewrite("tiny-ds1-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
+    EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
+  }
+  // Optional, 1 when absent (SPEC-deepseek32-deepseek4.md section 4).
+  const TempModel scale =
+      rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek.expert_weights_scale"); }});
+  EXPECT_EQ(load_error(scale), "(loaded)");
+  const TempModel rot =
+      rewrite("tiny-ds1-Q4_K_M", {.meta = [](GgufWriter& w) { w.set("deepseek.rope.dimension_count", gguf_u32(32)); }});
+  EXPECT_NE(load_error(rot).find("deepseek.rope.dimension_count"), std::string::npos) << load_error(rot);
+  const TempModel shexp = rewrite("tiny-ds1-Q4_K_M", {.reshape = {{"blk.2.ffn_up_shexp.weight", {}}}});
+  EXPECT_NE(load_error(shexp).find("blk.2.ffn_up_shexp.weight"), std::string::npos) << load_error(shexp);
+
+  const TempModel qn = rewrite("tiny-qwen3-Q4_K_M", {.reshape = {{"blk.1.attn_k_norm.weight", {}}}});
+  EXPECT_NE(load_error(qn).find("blk.1.attn_k_norm.weight"), std::string::npos) << load_error(qn);
+  const TempModel kl =
+      rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) { w.set("qwen3.attention.key_length", gguf_u32(32)); }});
+  EXPECT_NE(load_error(kl).find("qwen3.attention.key_length"), std::string::npos) << load_error(kl);
+  const TempModel eps =
+      rewrite("tiny-qwen3-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("qwen3.attention.layer_norm_rms_epsilon"); }});
+  EXPECT_NE(load_error(eps).find("qwen3.attention.layer_norm_rms_epsilon"), std::string::npos) << load_error(eps);
+}
+
+// [QWEN3_YARN_MSCALE] R1-0528-Qwen3-8B's rope scaling (YaRN x4 from 32768, attn_factor
+// 0.8782488562869419): the cos/sin magnitude is attn_factor * (1 + 0.1 ln 4) = 1.0000; without
+// the attn_factor key it is 1 + 0.1 ln 4 = 1.1386294.
+TEST(HParams, Qwen3YarnMagnitude) {
+  for (const bool with_attn_factor : {true, false}) {
+    const TempModel p = rewrite("tiny-qwen3-Q4_K_M", {.meta = [&](GgufWriter& w) {
+                                  w.set("qwen3.rope.scaling.type", gguf_str("yarn"));
+                                  w.set("qwen3.rope.scaling.factor", gguf_f32(4.0f));
+                                  w.set("qwen3.rope.scaling.original_context_length", gguf_u32(32768));
+                                  if (with_attn_factor)
+                                    w.set("qwen3.rope.scaling.attn_factor", gguf_f32(0.8782488562869419f));
+                                }});
+    auto hp = hparams_of(p);
+    ASSERT_TRUE(hp.is_ok()) << hp.message();
+    const RopeParams rp = hp->rope_params(nullptr);
+    EXPECT_TRUE(rp.neox);
+    EXPECT_EQ(rp.ext_factor, 1.0f);
+    EXPECT_EQ(rp.freq_scale, 0.25f);
+    EXPECT_EQ(rp.n_ctx_orig, 32768);
+    EXPECT_NEAR(rp.attn_factor, with_attn_factor ? 1.0 : 1.1386294, 1e-6);
+    EXPECT_NEAR(hp->kq_scale(), 0.125, 1e-7);
+  }
+}
+
 std::vector<float> logits_of(const std::string& path, const std::string& tokens_of = "tiny-dsv2-Q4_K_M") {
   auto m = Model::load(path);
   EXPECT_TRUE(m.is_ok()) << m.message();
@@ -216,6 +296,33 @@ TEST(Weights, MergedGateUpExpertsEqualSplit) {
   const auto split = logits_of(ref_path(M, ".gguf"));
   ASSERT_EQ(merged.size(), split.size());
   EXPECT_EQ(std::memcmp(merged.data(), split.data(), split.size() * 4), 0);
+}
+
+TEST(Weights, FusedQkvEqualsSplit) {
+  // attn_qkv [E, q + k + v rows] in the blocks whose q, k and v share a type (tiny-qwen3:
+  // blocks 0 and 1); the q/k norms still apply.
+  const std::string M = "tiny-qwen3-Q4_K_M";
+  auto src = GgufFile::open(ref_path(M, ".gguf"));
+  ASSERT_TRUE(src.is_ok());
+  Rewrite rw;
+  for (int il = 0; il < 2; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    const GgufTensorInfo* tq = (*src)->tensor(b + "attn_q.weight");
+    const GgufTensorInfo* tk = (*src)->tensor(b + "attn_k.weight");
+    const GgufTensorInfo* tv = (*src)->tensor(b + "attn_v.weight");
+    ASSERT_TRUE(tq && tk && tv && tq->type == tk->type && tk->type == tv->type);
+    Rewrite::Extra e{tq->type, {tq->ne[0], tq->ne[1] + tk->ne[1] + tv->ne[1]}, {}};
+    for (const GgufTensorInfo* t : {tq, tk, tv}) {
+      e.bytes.insert(e.bytes.end(), t->data, t->data + t->nbytes);
+      rw.reshape[t->name] = {};
+    }
+    rw.extra.push_back({b + "attn_qkv.weight", std::move(e)});
+  }
+  const TempModel mf = rewrite(M, rw);
+  const auto fused = logits_of(mf, M);
+  const auto split = logits_of(ref_path(M, ".gguf"), M);
+  ASSERT_EQ(fused.size(), split.size());
+  EXPECT_EQ(std::memcmp(fused.data(), split.data(), split.size() * 4), 0);
 }
 
 TEST(Weights, TiedOutputUsesTokenEmbedding) {

@@ -18,6 +18,8 @@ const std::vector<RefModel>& ref_models() {
       {.name = "tiny-dsv2-Q4_K_M", .moe = true},
       {.name = "tiny-dsv2-legacy-Q4_K_M", .moe = true, .legacy = true},
       {.name = "tiny-dsv3-Q4_K_M", .moe = true},
+      {.name = "tiny-ds1-Q4_K_M", .moe = true},
+      {.name = "tiny-qwen3-Q4_K_M", .dense = true},
   };
   return models;
 }

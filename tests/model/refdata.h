@@ -24,7 +24,7 @@ struct RefModel {
   std::string name;      // "tiny-llama-Q4_K_M"
   bool moe = false;
   bool legacy = false;
-  bool dense = false;    // llama / qwen2
+  bool dense = false;    // llama / qwen2 / qwen3
 };
 const std::vector<RefModel>& ref_models();
 

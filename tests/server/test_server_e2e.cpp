@@ -337,7 +337,8 @@ TEST_P(GreedyMatchesCli, SameText) {
 
 INSTANTIATE_TEST_SUITE_P(Refdata, GreedyMatchesCli,
                          ::testing::Values("tiny-llama-Q4_K_M.gguf", "tiny-qwen2-Q5_K_S.gguf", "tiny-dsv2-Q4_K_M.gguf",
-                                           "tiny-dsv2-legacy-Q4_K_M.gguf", "tiny-dsv3-Q4_K_M.gguf"));
+                                           "tiny-dsv2-legacy-Q4_K_M.gguf", "tiny-dsv3-Q4_K_M.gguf",
+                                           "tiny-ds1-Q4_K_M.gguf", "tiny-qwen3-Q4_K_M.gguf"));
 
 TEST(ServerE2EAlone, FullQueueGets503WithRetryAfter) {
   ServerProcess s;

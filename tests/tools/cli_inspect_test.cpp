@@ -15,7 +15,8 @@ std::string cli() { return test::cli_path(); }
 TEST(CliInspect, EverySharedFile) {
   for (const char* rel : {"refdata/tiny-llama-Q4_K_M.gguf", "refdata/tiny-qwen2-Q5_K_S.gguf",
                           "refdata/tiny-dsv2-Q4_K_M.gguf", "refdata/tiny-dsv2-legacy-Q4_K_M.gguf",
-                          "refdata/tiny-dsv3-Q4_K_M.gguf", "tokenizer/ggml-vocab-deepseek-coder.gguf",
+                          "refdata/tiny-dsv3-Q4_K_M.gguf", "refdata/tiny-ds1-Q4_K_M.gguf",
+                          "refdata/tiny-qwen3-Q4_K_M.gguf", "tokenizer/ggml-vocab-deepseek-coder.gguf",
                           "tokenizer/ggml-vocab-deepseek-llm.gguf", "tokenizer/ggml-vocab-deepseek-v3.gguf",
                           "tokenizer/ggml-vocab-qwen2.gguf"}) {
     auto r = run(cli() + " inspect " + test::shared_path(rel));
@@ -29,6 +30,12 @@ TEST(CliInspect, EverySharedFile) {
   EXPECT_NE(r.out.find("architecture: deepseek2"), std::string::npos);
   EXPECT_NE(r.out.find("deepseek2.expert_gating_func"), std::string::npos);
   EXPECT_NE(r.out.find("file type: Q4_K_M"), std::string::npos);
+  auto ds1 = run(cli() + " inspect " + test::shared_path("refdata/tiny-ds1-Q4_K_M.gguf"));
+  EXPECT_NE(ds1.out.find("architecture: deepseek\n"), std::string::npos) << ds1.out;
+  EXPECT_NE(ds1.out.find("deepseek.expert_shared_count"), std::string::npos) << ds1.out;
+  auto qwen3 = run(cli() + " inspect " + test::shared_path("refdata/tiny-qwen3-Q4_K_M.gguf"));
+  EXPECT_NE(qwen3.out.find("architecture: qwen3"), std::string::npos) << qwen3.out;
+  EXPECT_NE(qwen3.out.find("blk.0.attn_q_norm.weight"), std::string::npos) << qwen3.out;
 }
 
 TEST(CliInspect, BrokenFilesFailCleanly) {

@@ -379,7 +379,8 @@ TEST_F(ToolsTest, RealShapesHaveThePublishedSizes) {
   };
   for (const Want w : {Want{"v3", 670e9, 672e9}, Want{"v2-lite", 15.6e9, 15.8e9},
                        Want{"r1-distill-llama-8b", 8.00e9, 8.06e9}, Want{"r1-distill-qwen-1.5b", 1.76e9, 1.79e9},
-                       Want{"moe-bench", 3.3e9, 3.5e9}}) {
+                       Want{"moe-bench", 3.3e9, 3.5e9}, Want{"deepseek-moe-16b", 16.3e9, 16.45e9},
+                       Want{"r1-0528-qwen3-8b", 8.18e9, 8.2e9}}) {
     const std::string out = capture(cli() + " synth --dry-run --shape " + w.shape + " --out " + path("dry.gguf"));
     const double params = field(out, "parameters");
     EXPECT_GE(params, w.params_lo) << w.shape << "\n" << out;
@@ -446,6 +447,47 @@ TEST_F(ToolsTest, SynthModelsRunStably) {
     std::printf("%s: logits sd %.3f, max |logit| %.2f\n", shape, sd, amax);
     EXPECT_GT(sd, 0.01) << shape;   // logits vary (measured sd 0.31-0.32, max 1.2)
     EXPECT_LT(amax, 50.0) << shape;  // and stay bounded
+  }
+}
+
+// The deepseek (V1) and qwen3 shapes, shrunk by overrides to a few MB, load and run: the
+// tensor list derived from the keys (MoE blocks after the dense lead, q/k norms) is the one
+// the engine expects, and the logits are finite and bounded.
+TEST_F(ToolsTest, SynthDeepseekV1AndQwen3Run) {
+  const std::string tokens = path("tokens.json");
+  {
+    std::ofstream j(tokens);
+    j << "{\"tokens\": [1, 17, 300, 42, 99, 5, 250, 7, 8, 400, 12, 13]}";
+  }
+  const std::string small =
+      "--layers 3 --set embedding_length=256 --set attention.head_count=4 "
+      "--set rope.dimension_count=64 --set feed_forward_length=512 --set vocab_size=4096 ";
+  for (auto [shape, extra] : {std::pair{"deepseek-moe-16b",
+                                        "--set attention.head_count_kv=4 --set expert_count=8 "
+                                        "--set expert_feed_forward_length=256"},
+                              std::pair{"r1-0528-qwen3-8b", "--set attention.head_count_kv=2"}}) {
+    auto f = synth(shape, "Q4_K_M", small + extra);
+    ASSERT_TRUE(f) << shape;
+    const std::string model = path(std::string(shape) + "-Q4_K_M.gguf");
+    const std::string logits = path("logits.f32");
+    ASSERT_EQ(
+        run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
+        << shape;
+    const auto bytes = test::read_file_bytes(logits);
+    const int64_t n_vocab = static_cast<int64_t>(f->find("tokenizer.ggml.tokens")->arr_str.size());
+    ASSERT_EQ(bytes.size(), 12u * static_cast<size_t>(n_vocab) * sizeof(float)) << shape;
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    double sum_sq = 0.0, amax = 0.0;
+    for (float x : v) {
+      ASSERT_TRUE(std::isfinite(x)) << shape;
+      sum_sq += static_cast<double>(x) * x;
+      amax = std::max(amax, static_cast<double>(std::fabs(x)));
+    }
+    const double rms = std::sqrt(sum_sq / static_cast<double>(v.size()));
+    std::printf("%s: logits rms %.3f, max |logit| %.2f\n", shape, rms, amax);
+    EXPECT_GT(rms, 0.01) << shape;
+    EXPECT_LT(amax, 50.0) << shape;
   }
 }
 
