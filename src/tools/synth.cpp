@@ -10,20 +10,23 @@
 // Weights: every element is ~N(0, 0.02) from a generator seeded by (--seed, tensor name,
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
-// keeps every layer's output of the order of its input: the model runs stably.
+// keeps every layer's output of the order of its input: the model runs stably. Tensors of
+// the grid i-quants, which have no quantizer, are random valid blocks with the same RMS
+// (synth_blocks.h).
 #include <algorithm>
-#include <cinttypes>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gguf/gguf_writer.h"
-#include "tools/command.h"
 #include "kernels/quant/quantize.h"
+#include "tools/command.h"
 #include "tools/quantize_mix.h"
 #include "tools/quantize_stream.h"
 #include "tools/synth_blocks.h"
@@ -145,17 +148,28 @@ void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlT
 }
 
 // A grid i-quant tensor: random valid blocks (synth_blocks.h), row r seeded by (tensor, r),
-// with the RMS of the N(0, stddev) weights it stands for; written in batches of rows.
-Status write_random_blocks(GgufWriter* w, const SynthTensor& t, GgmlType type, int64_t n_rows, uint64_t tensor_seed) {
+// scaled to the RMS of the N(0, stddev) weights it stands for; written in batches of rows,
+// each batch filled on n_threads threads.
+Status write_random_blocks(GgufWriter* w, const SynthTensor& t, GgmlType type, int64_t n_rows, uint64_t tensor_seed,
+                           int n_threads) {
   const size_t row_bytes = ggml_row_size(type, t.ne[0]);
+  const float scale = static_cast<float>(t.stddev / random_block_unit_rms(type));
   const int64_t batch = std::max<int64_t>(1, static_cast<int64_t>((size_t{64} << 20) / row_bytes));
   std::vector<uint8_t> buf(static_cast<size_t>(std::min(batch, n_rows)) * row_bytes);
+  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int64_t r0 = 0; r0 < n_rows; r0 += batch) {
     const int64_t nr = std::min(batch, n_rows - r0);
-    for (int64_t r = 0; r < nr; ++r) {
-      fill_random_blocks(type, tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, t.stddev,
-                         buf.data() + static_cast<size_t>(r) * row_bytes, t.ne[0]);
-    }
+    const int nt = static_cast<int>(std::min<int64_t>(n_threads, nr));
+    auto work = [&](int ith) {
+      for (int64_t r = nr * ith / nt; r < nr * (ith + 1) / nt; ++r) {
+        fill_random_blocks(type, tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, scale,
+                           buf.data() + static_cast<size_t>(r) * row_bytes, t.ne[0]);
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int ith = 1; ith < nt; ++ith) threads.emplace_back(work, ith);
+    work(0);
+    for (auto& th : threads) th.join();
     DS_RETURN_IF_ERROR(w->write_data(buf.data(), static_cast<size_t>(nr) * row_bytes));
   }
   return Status::ok();
@@ -182,7 +196,7 @@ Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const Sy
     }
     return Status::ok();
   };
-  if (!quantize_supported(type)) return write_random_blocks(w, t, type, n_rows, tensor_seed);
+  if (!quantize_supported(type)) return write_random_blocks(w, t, type, n_rows, tensor_seed, o.n_threads);
   return stream_tensor(w, {t.name, type, t.ne[0], n_rows}, source, o.n_threads);
 }
 

@@ -41,9 +41,8 @@ void set_scale(GgmlType t, uint8_t* blk, float v) {
 
 }  // namespace
 
-void fill_random_blocks(GgmlType t, uint64_t seed, float rms, uint8_t* out, int64_t n) {
+void fill_random_blocks(GgmlType t, uint64_t seed, float scale, uint8_t* out, int64_t n) {
   const GgmlTypeTraits tr = ggml_type_traits(t);
-  std::vector<float> y(static_cast<size_t>(tr.block_size));
   uint64_t s = seed;
   for (int64_t ib = 0; ib < n / tr.block_size; ++ib) {
     uint8_t* blk = out + static_cast<size_t>(ib) * static_cast<size_t>(tr.type_size);
@@ -51,13 +50,21 @@ void fill_random_blocks(GgmlType t, uint64_t seed, float rms, uint8_t* out, int6
       const uint64_t r = splitmix64(&s);
       std::memcpy(blk + k, &r, static_cast<size_t>(std::min(8, tr.type_size - k)));
     }
-    set_scale(t, blk, 1.0f);
-    dequantize_row(t, blk, y.data(), tr.block_size);
-    double ss = 0.0;
-    for (float v : y) ss += static_cast<double>(v) * v;
-    const double unit_rms = std::sqrt(ss / tr.block_size);
-    if (unit_rms > 0.0) set_scale(t, blk, static_cast<float>(rms / unit_rms));
+    set_scale(t, blk, scale);
   }
+}
+
+double random_block_unit_rms(GgmlType t) {
+  constexpr int kBlocks = 256;
+  const GgmlTypeTraits tr = ggml_type_traits(t);
+  const int64_t n = int64_t{kBlocks} * tr.block_size;
+  std::vector<uint8_t> blocks(static_cast<size_t>(kBlocks) * static_cast<size_t>(tr.type_size));
+  std::vector<float> y(static_cast<size_t>(n));
+  fill_random_blocks(t, 0x5EED, 1.0f, blocks.data(), n);
+  dequantize_row(t, blocks.data(), y.data(), n);
+  double ss = 0.0;
+  for (float v : y) ss += static_cast<double>(v) * v;
+  return std::sqrt(ss / static_cast<double>(n));
 }
 
 }  // namespace ds::cli

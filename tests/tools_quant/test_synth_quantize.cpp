@@ -379,6 +379,13 @@ TEST_F(ToolsTest, SynthEveryIquantType) {
   EXPECT_EQ(type_of(*o, "blk.1.ffn_gate_inp.weight"), GgmlType::F32);  // the router stays F32
   EXPECT_EQ(type_of(*o, "blk.1.attn_k_b.weight"), GgmlType::IQ4_NL);   // 64-wide rows fall back
   EXPECT_EQ(type_of(*o, "blk.1.attn_q_a.weight"), GgmlType::Q4_K);
+  // Random blocks depend on the seed only, not on the thread count.
+  const std::string a = path("r1.gguf"), b = path("r2.gguf"), c = path("r3.gguf");
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type IQ2_XS --seed 3 --threads 1 --out " + a), 0);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type IQ2_XS --seed 3 --threads 2 --out " + b), 0);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type IQ2_XS --seed 4 --out " + c), 0);
+  EXPECT_EQ(test::read_file_bytes(a), test::read_file_bytes(b));
+  EXPECT_NE(test::read_file_bytes(a), test::read_file_bytes(c));
   EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + path("x.gguf") + " --tensor-type =IQ1_S"), 2);
   EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + path("x.gguf") + " --tensor-type ffn=IQ4_K"), 2);
 }
