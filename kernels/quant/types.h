@@ -1,8 +1,10 @@
 // The GGUF tensor element types (ggml type ids), their block sizes and byte sizes.
-// Ids and sizes are bit-exact facts of the format (../shared/SPEC.md, "Block formats").
+// Ids and sizes are bit-exact facts of the format (../shared/SPEC.md, "Block formats";
+// ../shared/SPEC-iquants.md for the i-quants and MXFP4).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ds {
 
@@ -21,7 +23,17 @@ enum class GgmlType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  IQ1_M = 29,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 struct GgmlTypeTraits {
@@ -35,7 +47,14 @@ GgmlTypeTraits ggml_type_traits(uint32_t id);
 static inline GgmlTypeTraits ggml_type_traits(GgmlType t) { return ggml_type_traits(static_cast<uint32_t>(t)); }
 static inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).name != nullptr; }
 static inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
-// Parses "Q4_K", "q4_k", "F16", ...; returns false when unknown.
+// The tensor types a model file may use, comma-separated in id order ("F32, F16, Q4_0, ...").
+std::string ggml_supported_type_names();
+// What an id this project does not read is, for error messages ("TQ1_0 (ternary)", "an
+// ik_llama.cpp-only type such as IQ4_K"); "" when nothing is known about it.
+const char* ggml_unsupported_type_hint(uint32_t id);
+// True for the i-quant and MXFP4 types (ids 16-23, 29, 39).
+bool ggml_type_is_iquant(GgmlType t);
+// Parses "Q4_K", "q4_k", "F16", "IQ2_XXS", "MXFP4", ...; returns false when unknown.
 bool ggml_type_from_name(const char* name, GgmlType* out);
 
 // Bytes of one row of n elements (n must be a multiple of the block size).
