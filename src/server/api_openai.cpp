@@ -143,6 +143,7 @@ struct ChatCall {
   std::shared_ptr<GenStream> stream;
   std::shared_ptr<ReasoningFilter> filter;  // null: the chat format has no reasoning
   std::string id;
+  std::string route;  // as sent: /v1/chat/completions or /chat/completions
   int64_t created = 0;
 
   json head(const ServerContext& ctx, const char* object) const {
@@ -152,7 +153,7 @@ struct ChatCall {
 
 HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpRequest& http) {
   GenResult g = run_generation(ctx, *call.stream, *call.req, http.alive, {});
-  log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
+  log_request(ctx, call.route, call.stream->id(), g);
   if (g.error) return make_error(*g.error, 1);
   ctx.counters.completions_ok++;
   json msg = {{"role", "assistant"}, {"content", g.content}};
@@ -197,7 +198,7 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
     return send_delta(call.filter ? call.filter->push(p.text)
                                   : ReasoningFilter::Delta{.reasoning = {}, .content = p.text});
   });
-  log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
+  log_request(ctx, call.route, call.stream->id(), g);
   if (g.client_gone) return;
   if (g.error) {
     sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
@@ -228,6 +229,7 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
+  call.route = req.path;
   call.created = unix_now();
   call.filter = ctx.codec->reasoning_filter();
   if (!call.req->stream) return chat_response(ctx, call, req);
