@@ -369,7 +369,6 @@ struct HttpServer::Impl {
     if (c->in.capacity() > 2 * kReadChunk && c->in.size() < kReadChunk) c->in.shrink_to_fit();
     c->parser.reset();
     c->continue_sent = false;
-    c->request_start = Clock::now();  // for a pipelined request already in the buffer
     c->state = HttpConn::State::kHandling;
     ++n_handling;
     {
@@ -422,7 +421,7 @@ struct HttpServer::Impl {
     --n_handling;
     if (c->close_after || stopping) return linger(c);
     c->state = HttpConn::State::kReading;
-    c->since = Clock::now();
+    c->since = c->request_start = Clock::now();  // a pipelined request's deadline starts now
     advance(c);
   }
 
