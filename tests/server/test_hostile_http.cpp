@@ -2,9 +2,9 @@
 // sockets on 127.0.0.1: header count and size limits (431, memory not kept), framing that a
 // proxy could read differently (400/501/505), POST without a length (411 at once), a
 // half-closed client (still answered), form-encoded bodies, pipelining (answered in order),
-// kept-alive latency (TCP_NODELAY), the access log in both formats, slow clients (per-request
-// deadline, connections per address) and shutdown under load. Other 127/8 addresses stand in
-// for other clients (Linux routes all of 127/8 to loopback).
+// kept-alive latency (TCP_NODELAY), the idle timeout, the access log in both formats, slow
+// clients (per-request deadline, connections per address) and shutdown under load. Other 127/8
+// addresses stand in for other clients (Linux routes all of 127/8 to loopback).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -206,7 +206,8 @@ class HostileHttp : public ::testing::Test {
   static void SetUpTestSuite() {
     server_ = new ServerProcess();
     server_->start({"--model", model(), "--parallel", "2", "--ctx-size", "256", "--threads", "1", "--http-threads", "4",
-                    "--max-header-kb", "16", "--max-body-kb", "64", "--request-timeout", "3"});
+                    "--max-header-kb", "16", "--max-body-kb", "64", "--request-timeout", "3", "--keep-alive-timeout",
+                    "2"});
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(server_->stop(), 0) << server_->log();
@@ -319,6 +320,16 @@ TEST_F(HostileHttp, PipelinedRequestsAreAnsweredInOrder) {
   // The request after "Connection: close" is not answered: the connection just ends.
   EXPECT_TRUE(c.closed());
   EXPECT_EQ(c.response(100).status, 0);
+}
+
+TEST_F(HostileHttp, IdleConnectionsCloseAfterTheKeepAliveTimeout) {
+  Client c(port());
+  c.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  ASSERT_EQ(c.response().status, 200);
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(c.closed(4000));
+  EXPECT_GT(seconds_since(t0), 1.5);
+  EXPECT_LT(seconds_since(t0), 3.5);
 }
 
 TEST_F(HostileHttp, KeptAliveRequestsAreNotHeldBackByNagle) {
