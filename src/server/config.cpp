@@ -101,7 +101,8 @@ const std::vector<Option>& options() {
          return Status::ok();
        }},
       INT_OPT("http-threads", http_threads, 0, 65536,
-              "HTTP connections served at once (default parallel + max-queue + 8)."),
+              "Requests handled at once (default parallel + max-queue + 8); idle or slow connections hold "
+              "no thread."),
       INT_OPT("grace", grace_s, 0, 86400,
               "Seconds in-flight requests may take after SIGTERM/SIGINT before they are cancelled (default 30)."),
       INT_OPT("max-body-kb", max_body_kb, 1, 1 << 20, "Largest request body in KiB; larger gets 413 (default 8192)."),
