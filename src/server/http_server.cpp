@@ -537,6 +537,7 @@ struct HttpServer::Impl {
     c.response_started = c.probed = c.write_failed = false;
     c.bytes_out = 0;
     const uint64_t id = next_id++;
+    const bool head_only = pr.method == "HEAD";
     HttpResponse resp;
     if (stopping) {
       // Queued but not started when the shutdown began: only started requests drain.
@@ -546,7 +547,7 @@ struct HttpServer::Impl {
       ctx.counters.http_errors_5xx++;
     } else {
       HttpRequest req;
-      req.method = pr.method;
+      req.method = head_only ? "GET" : pr.method;  // HEAD: the GET route's headers, no body
       req.path = pr.path;
       req.body = std::move(pr.body);
       for (auto& [k, v] : pr.headers) req.headers[k] = v;
@@ -575,7 +576,7 @@ struct HttpServer::Impl {
     std::string error;
     if (!resp.stream) {
       c.response_started = true;
-      c.write_all(head + resp.body);
+      c.write_all(head_only ? head : head + resp.body);
       if (resp.status >= 400) error = error_message_of(resp.body);
     } else {
       c.response_started = true;

@@ -80,11 +80,12 @@ class Client {
   }
 
   // The next final response (1xx interim responses are skipped); status 0 when the
-  // connection closed or no whole response arrived within timeout_ms.
-  RawResponse response(int timeout_ms = 5000) {
+  // connection closed or no whole response arrived within timeout_ms. `to_head`: the answer
+  // to a HEAD request, which has no body whatever its Content-Length.
+  RawResponse response(int timeout_ms = 5000, bool to_head = false) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
-      if (RawResponse r; take_response(&r)) return r;
+      if (RawResponse r; take_response(&r, to_head)) return r;
       if (eof_ || !fill(deadline)) return {};
     }
   }
@@ -112,20 +113,22 @@ class Client {
     return true;
   }
 
-  bool take_response(RawResponse* r) {
+  bool take_response(RawResponse* r, bool to_head) {
     const size_t he = buf_.find("\r\n\r\n");
     if (he == std::string::npos || buf_.rfind("HTTP/1.", 0) != 0) return false;
     const int status = std::stoi(buf_.substr(9, 3));
     std::string head = buf_.substr(0, he);
     if (status < 200) {
       buf_.erase(0, he + 4);
-      return take_response(r);
+      return take_response(r, to_head);
     }
     std::string lower = head;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     size_t end = 0;
     std::string body;
-    if (const size_t cl = lower.find("\r\ncontent-length: "); cl != std::string::npos) {
+    if (to_head) {
+      end = he + 4;
+    } else if (const size_t cl = lower.find("\r\ncontent-length: "); cl != std::string::npos) {
       const size_t n = std::stoul(lower.substr(cl + 18));
       if (buf_.size() < he + 4 + n) return false;
       body = buf_.substr(he + 4, n);
@@ -303,13 +306,15 @@ TEST_F(HostileHttp, FormEncodedBodiesAreReadLikeJsonUpToTheBodyLimit) {
 
 TEST_F(HostileHttp, PipelinedRequestsAreAnsweredInOrder) {
   Client c(port());
-  c.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + post_text("/tokenize", R"({"content":"one two"})") +
-         "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+  c.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nHEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+         post_text("/tokenize", R"({"content":"one two"})") + "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
          post_text("/detokenize", R"({"tokens":[]})", "Connection: close\r\n") +
          "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-  RawResponse a = c.response(), b = c.response(), m = c.response(), d = c.response();
+  RawResponse a = c.response(), h = c.response(5000, true), b = c.response(), m = c.response(), d = c.response();
   EXPECT_EQ(a.status, 200);
   EXPECT_EQ(json::parse(a.body)["status"], "ok");
+  EXPECT_EQ(h.status, 200);  // HEAD: the headers of GET, no body
+  EXPECT_NE(h.headers.find("Content-Length: " + std::to_string(a.body.size())), std::string::npos) << h.headers;
   EXPECT_EQ(b.status, 200);
   EXPECT_TRUE(json::parse(b.body).contains("tokens")) << b.body;
   EXPECT_EQ(m.status, 200);
