@@ -370,6 +370,7 @@ TEST_F(HostileHttp, EveryRequestGetsAnAccessLine) {
           "GET /health?via=log431 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n");
   refused(port(),
           "POST /tokenize?via=log400 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n");
+  refused(port(), "POST /tokenize?via=log413 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999\r\n\r\n");
   std::this_thread::sleep_for(200ms);
   const std::string log = server_->log();
   auto expect_line = [&](const std::string& method, const std::string& path, int status, const std::string& error) {
@@ -385,6 +386,7 @@ TEST_F(HostileHttp, EveryRequestGetsAnAccessLine) {
   expect_line("POST", "/completion?via=log411", 411, "needs a Content-Length");
   expect_line("GET", "/health?via=log431", 431, "larger than 16384 bytes");
   expect_line("POST", "/tokenize?via=log400", 400, "conflicting Content-Length");
+  expect_line("POST", "/tokenize?via=log413", 413, "too large");
 }
 
 // ---- one server per case ----
@@ -500,9 +502,13 @@ TEST(HostileHttpAlone, ShutdownUnderLoad) {
 
 TEST(HostileHttpAlone, SecondSignalExitsAtOnce) {
   ServerProcess s;
-  ASSERT_TRUE(s.start({"--model", model(), "--threads", "1", "--grace", "60"}));
+  ASSERT_TRUE(s.start({"--model", model(), "--threads", "1", "--grace", "60", "--api-key", "k3y"}));
+  Client no_key(s.port());
+  no_key.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(no_key.response().status, 401);
   Client stream(s.port());
-  stream.send(post_text("/completion", R"({"prompt":"a","n_predict":100000,"ignore_eos":true,"stream":true})"));
+  stream.send(post_text("/completion", R"({"prompt":"a","n_predict":100000,"ignore_eos":true,"stream":true})",
+                        "X-Api-Key: k3y\r\n"));
   std::this_thread::sleep_for(300ms);
   kill(s.pid(), SIGTERM);
   std::this_thread::sleep_for(300ms);
@@ -511,6 +517,10 @@ TEST(HostileHttpAlone, SecondSignalExitsAtOnce) {
   EXPECT_EQ(s.wait_exit(2000), 1) << s.log();
   EXPECT_LT(seconds_since(t0), 1.5);
   EXPECT_NE(s.log().find("exiting at once"), std::string::npos);
+  // The refused request has its access line too.
+  EXPECT_TRUE(std::regex_search(s.log(), std::regex(R"( access id=[0-9]+ client=127\.0\.0\.1:[0-9]+ method="GET" )"
+                                                    R"(path="/metrics" status=401 .* error="[^"]+")")))
+      << s.log();
 }
 
 }  // namespace
