@@ -23,7 +23,6 @@ macro(ds_require_config name target package)
 endmacro()
 
 find_package(Threads REQUIRED)
-ds_require_pkgconfig(HTTPLIB cpp-httplib libcpp-httplib-dev)
 ds_require_pkgconfig(SYSTEMD libsystemd libsystemd-dev)
 ds_require_pkgconfig(HWLOC hwloc libhwloc-dev)
 ds_require_pkgconfig(PCRE2 libpcre2-8 libpcre2-dev)

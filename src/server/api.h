@@ -1,5 +1,5 @@
 // The API layer between HTTP and the engine loop: plain request/response structs, so that
-// every route is testable without sockets (tests/server) and cpp-httplib stays inside
+// every route is testable without sockets (tests/server) and socket handling stays inside
 // http_server.cpp. A response either carries a body or a `stream` callback that writes
 // Server-Sent Events through a sink until the generation ends or the client goes away.
 #pragma once

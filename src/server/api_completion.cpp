@@ -77,17 +77,17 @@ HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
   const int64_t id = stream->id();
   if (!r->stream) {
     GenResult g = run_generation(ctx, *stream, *r, req.alive, {});
-    log_request(ctx, "/completion", id, g);
+    log_request(ctx, req.path, id, g);
     if (g.error) return make_error(*g.error, 1);
     ctx.counters.completions_ok++;
     return json_response(final_object(ctx, *r, g, id, false));
   }
   HttpResponse resp;
   resp.content_type = "text/event-stream";
-  resp.stream = [&ctx, r, stream, id](StreamSink& sink) {
+  resp.stream = [&ctx, r, stream, id, route = req.path](StreamSink& sink) {
     GenResult g = run_generation(ctx, *stream, *r, sink.alive,
                                  [&](const Piece& p) { return sink.write(sse_data(partial_object(*r, p, id))); });
-    log_request(ctx, "/completion", id, g);
+    log_request(ctx, route, id, g);
     if (g.client_gone) return;
     if (g.error) {
       sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));

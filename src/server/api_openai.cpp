@@ -117,6 +117,7 @@ struct ChatCall {
   std::shared_ptr<ChatOutput> output;
   std::string prefill;  // the forced call's opener, already in the prompt
   std::string id;
+  std::string route;  // as sent: /v1/chat/completions or /chat/completions
   int64_t created = 0;
 
   json head(const ServerContext& ctx, const char* object) const {
@@ -166,7 +167,7 @@ json tool_calls_json(const ChatOutput& out) {
 
 HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpRequest& http) {
   GenResult g = run_generation(ctx, *call.stream, *call.req, http.alive, {});
-  log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
+  log_request(ctx, call.route, call.stream->id(), g);
   if (g.error) return make_error(*g.error, 1);
   ChatOutput& out = *call.output;
   ChatOutput::Delta a = out.prefill(call.prefill), b = out.push(g.content), c = out.flush();
@@ -229,9 +230,11 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
     call.stream->cancel();
     return;
   }
-  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive,
-                               [&](const Piece& p) { return send_delta(call.output->push(p.text)); });
-  log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
+  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive, [&](const Piece& p) {
+    return send_delta(call.filter ? call.filter->push(p.text)
+                                  : ReasoningFilter::Delta{.reasoning = {}, .content = p.text});
+  });
+  log_request(ctx, call.route, call.stream->id(), g);
   if (g.client_gone) return;
   if (g.error) {
     sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
@@ -280,6 +283,7 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
+  call.route = req.path;
   call.created = unix_now();
   call.output = std::make_shared<ChatOutput>(ctx.codec->reasoning_filter(text), call.chat->format,
                                              call.chat->parallel_tool_calls);

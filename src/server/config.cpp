@@ -103,11 +103,25 @@ const std::vector<Option>& options() {
          return Status::ok();
        }},
       INT_OPT("http-threads", http_threads, 0, 65536,
-              "HTTP connections served at once (default parallel + max-queue + 8)."),
+              "Requests handled at once (default parallel + max-queue + 8); idle or slow connections hold "
+              "no thread."),
       INT_OPT("grace", grace_s, 0, 86400,
               "Seconds in-flight requests may take after SIGTERM/SIGINT before they are cancelled (default 30)."),
       INT_OPT("max-body-kb", max_body_kb, 1, 1 << 20, "Largest request body in KiB; larger gets 413 (default 8192)."),
-      INT_OPT("timeout", timeout_s, 1, 86400, "HTTP read/write timeout in seconds (default 600)."),
+      INT_OPT("max-header-kb", max_header_kb, 1, 1 << 16,
+              "Largest request line + headers in KiB; larger, or more than 100 header fields, gets 431 "
+              "(default 64)."),
+      INT_OPT("request-timeout", request_timeout_s, 1, 86400,
+              "Seconds a request may take to arrive whole (headers and body) from its first byte; later gets "
+              "408 (default 60)."),
+      INT_OPT("keep-alive-timeout", keep_alive_timeout_s, 1, 86400,
+              "Seconds a connection may stay idle between requests before it is closed (default 30)."),
+      INT_OPT("max-conns-per-client", max_conns_per_client, 0, 1 << 20,
+              "Open connections from one client address; more get 503 and are closed (default 256; 0: no "
+              "limit; raise it behind a proxy)."),
+      INT_OPT("timeout", timeout_s, 1, 86400,
+              "Seconds a response write may make no progress (the client stopped reading) before the "
+              "connection is dropped and its request cancelled (default 600)."),
   };
   return opts;
 }
@@ -211,8 +225,9 @@ std::string help_text() {
   o << "  --config FILE         JSON file with any of the options above (\"ctx-size\": 8192, ...);\n"
        "                        flags given on the command line override it.\n"
        "  --help                This text.\n  --version             Print the version.\n\n"
-       "Signals: SIGTERM/SIGINT stop accepting requests, let in-flight ones finish for --grace\n"
-       "seconds, cancel the rest and exit 0.\n";
+       "Signals: SIGTERM/SIGINT close the listener and idle or partly received connections at\n"
+       "once, let requests already being handled finish for --grace seconds, cancel the rest and\n"
+       "exit 0; a second SIGTERM/SIGINT exits 1 at once.\n";
   return o.str();
 }
 

@@ -29,7 +29,11 @@ struct ServerConfig {
   int http_threads = 0;  // 0: parallel + max_queue + 8
   int grace_s = 30;      // SIGTERM: how long in-flight requests may take
   int max_body_kb = 8192;
-  int timeout_s = 600;  // HTTP read/write timeout
+  int max_header_kb = 64;          // request line + headers; larger gets 431
+  int request_timeout_s = 60;      // a request must arrive whole within this, from its first byte
+  int keep_alive_timeout_s = 30;   // an idle connection closes after this
+  int max_conns_per_client = 256;  // open connections from one address; 0: no limit
+  int timeout_s = 600;             // a response write that makes no progress this long drops the client
 };
 
 struct ParsedArgs {

@@ -1,11 +1,14 @@
 // ds-server: parse options, listen at once (/health answers 503 while the model loads),
-// load the engine, serve, and on SIGTERM/SIGINT stop accepting, let in-flight requests
-// finish for --grace seconds, cancel the rest and exit 0.
+// load the engine, serve, and on SIGTERM/SIGINT close the listener and the connections
+// without a request being handled, let the requests being handled finish for --grace
+// seconds, cancel the rest and exit 0. A second signal exits 1 at once.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "gguf/gguf_file.h"
@@ -80,8 +83,11 @@ HttpServerOptions http_options(const ServerConfig& cfg) {
           .port = cfg.port,
           .n_threads = cfg.http_threads ? cfg.http_threads : cfg.parallel + cfg.max_queue + 8,
           .max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024,
-          .read_timeout_s = cfg.timeout_s,
-          .write_timeout_s = cfg.timeout_s};
+          .max_header_bytes = static_cast<size_t>(cfg.max_header_kb) * 1024,
+          .request_timeout_s = cfg.request_timeout_s,
+          .keep_alive_timeout_s = cfg.keep_alive_timeout_s,
+          .write_timeout_s = cfg.timeout_s,
+          .max_conns_per_client = cfg.max_conns_per_client};
 }
 
 }  // namespace
@@ -115,12 +121,21 @@ int main(int argc, char** argv) {
   }
   std::thread http_thread([&] { http.run(); });
   spdlog::info("listening on http://{}:{} (loading {})", cfg.host, http.port(), cfg.model);
+  std::atomic<bool> finished{false};  // set before main wakes the signal thread to end it
+  std::promise<void> stop_requested;
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
+    if (finished) return;
     spdlog::info("received {}: stopping (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.grace_s);
     notifier.stopping();
     http.stop();
+    stop_requested.set_value();
+    sigwait(&sigs, &sig);
+    if (finished) return;
+    spdlog::warn("received {} again: exiting at once", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    spdlog::default_logger()->flush();
+    std::_Exit(1);
   });
 
   auto loaded = load(cfg);
@@ -128,6 +143,7 @@ int main(int argc, char** argv) {
     spdlog::error("cannot load the model: {}", loaded.message());
     http.stop();
     http_thread.join();
+    finished = true;
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     return 1;
@@ -143,9 +159,13 @@ int main(int argc, char** argv) {
                l.engine->kv_block_size());
   notifier.ready("serving " + ctx.opts.model_alias);
 
-  signal_thread.join();  // returns once SIGTERM/SIGINT arrived (http.stop() already called)
+  stop_requested.get_future().wait();  // SIGTERM/SIGINT arrived (http.stop() already called)
   l.loop->shutdown(std::chrono::seconds(cfg.grace_s));
+  http.abort();  // the grace period is over: writes to clients that do not read fail at once
   http_thread.join();
+  finished = true;
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
   spdlog::info("stopped");
   return 0;
 }

@@ -73,6 +73,19 @@ int ServerProcess::stop(int timeout_s) {
   return -1;
 }
 
+int ServerProcess::wait_exit(int timeout_ms) {
+  if (pid_ < 0) return -1;
+  for (int i = 0; i <= timeout_ms / 10; ++i) {
+    int st;
+    if (waitpid(pid_, &st, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return -1;
+}
+
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) stop(10);
 }

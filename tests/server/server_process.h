@@ -19,7 +19,12 @@ class ServerProcess {
   int stop(int timeout_s = 60);
   ~ServerProcess();
 
+  // Waits up to timeout_ms for the process to exit by itself; its exit status as stop()
+  // gives it, or -1 when it still runs.
+  int wait_exit(int timeout_ms);
+
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_; }
   std::string log() const;
 

@@ -94,6 +94,26 @@ TEST(Config, ExampleConfigParses) {
   EXPECT_EQ(r->config.parallel, 8);
 }
 
+TEST(Config, ConnectionLimits) {
+  auto r = parse_server_args({"--model", "m.gguf", "--max-header-kb", "16", "--request-timeout", "5",
+                              "--keep-alive-timeout", "7", "--max-conns-per-client", "0", "--timeout", "9"});
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  EXPECT_EQ(r->config.max_header_kb, 16);
+  EXPECT_EQ(r->config.request_timeout_s, 5);
+  EXPECT_EQ(r->config.keep_alive_timeout_s, 7);
+  EXPECT_EQ(r->config.max_conns_per_client, 0);
+  EXPECT_EQ(r->config.timeout_s, 9);
+  for (const char* flag : {"--max-header-kb", "--request-timeout", "--keep-alive-timeout"}) {
+    auto bad = parse_server_args({"--model", "m.gguf", flag, "0"});
+    ASSERT_FALSE(bad.is_ok()) << flag;
+    EXPECT_NE(bad.message().find(flag), std::string::npos) << bad.message();
+  }
+  EXPECT_FALSE(parse_server_args({"--model", "m.gguf", "--max-conns-per-client", "-1"}).is_ok());
+  for (const char* o : {"--max-header-kb", "--request-timeout", "--keep-alive-timeout", "--max-conns-per-client"}) {
+    EXPECT_NE(help_text().find(o), std::string::npos) << o;
+  }
+}
+
 TEST(Config, HelpDocumentsEveryOption) {
   const std::string h = help_text();
   for (const char* o :
