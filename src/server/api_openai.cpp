@@ -230,10 +230,8 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
     call.stream->cancel();
     return;
   }
-  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive, [&](const Piece& p) {
-    return send_delta(call.filter ? call.filter->push(p.text)
-                                  : ReasoningFilter::Delta{.reasoning = {}, .content = p.text});
-  });
+  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive,
+                               [&](const Piece& p) { return send_delta(call.output->push(p.text)); });
   log_request(ctx, call.route, call.stream->id(), g);
   if (g.client_gone) return;
   if (g.error) {
