@@ -21,6 +21,7 @@ enum class GgmlType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  I32 = 26,   // integer tables (deepseek4 ffn_gate_tid2eid); never a matmul operand
   BF16 = 30,
 };
 
