@@ -134,7 +134,17 @@ GgmlType vec_dot_type(GgmlType weight) {
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return GgmlType::Q8_K;
+    case GgmlType::Q6_K:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ1_M:
+    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q8_0: return GgmlType::Q8_0;

@@ -13,8 +13,9 @@
 // [KQUANT_EXACT]: for K-quant weights (Q2_K..Q6_K) vec_dot and matmul are bit-identical to
 // the reference on every ISA (exact integer sums per superblock, the reference's float
 // order), so those results do not depend on the CPU either; [QUANT_EXACT] the same holds
-// for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (exact integer sums per 32-block). F32/F16/BF16
-// agree with the reference to float rounding.
+// for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (exact integer sums per 32-block), and
+// [IQUANT_ORDER] for the i-quants and MXFP4 (exact integer sums, the float order documented
+// in kernels/ref/vec_dot_iq.cpp). F32/F16/BF16 agree with the reference to float rounding.
 //
 // Large F32/BF16 products can also go through oneDNN (kernels/onednn_gemm.h), which is
 // faster for many tokens but not batch invariant; it is opt-in and not in this table.
@@ -31,7 +32,8 @@ enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kAmx = 3 };
 const char* isa_name(Isa isa);
 
 // The activation block type a weight type's dot product consumes:
-// K-quants -> Q8_K; Q4_0/Q5_0/Q8_0 -> Q8_0; Q4_1/Q5_1 -> Q8_1; F16 -> F16; BF16 -> BF16; F32 -> F32.
+// K-quants and the 256-element i-quants -> Q8_K; Q4_0/Q5_0/Q8_0, IQ4_NL, MXFP4 -> Q8_0;
+// Q4_1/Q5_1 -> Q8_1; F16 -> F16; BF16 -> BF16; F32 -> F32.
 GgmlType vec_dot_type(GgmlType weight);
 
 // y[t * out_stride + r] = dot(W row r, activation row t), r in [row_begin, row_end), t in [0, n_tok).

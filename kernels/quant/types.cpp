@@ -26,8 +26,39 @@ GgmlTypeTraits ggml_type_traits(uint32_t id) {
     case GgmlType::Q6_K: return {"Q6_K", kQK_K, sizeof(BlockQ6_K)};
     case GgmlType::Q8_K: return {"Q8_K", kQK_K, sizeof(BlockQ8_K)};
     case GgmlType::I32: return {"I32", 1, 4};
+    case GgmlType::IQ2_XXS: return {"IQ2_XXS", kQK_K, sizeof(BlockIQ2_XXS)};
+    case GgmlType::IQ2_XS: return {"IQ2_XS", kQK_K, sizeof(BlockIQ2_XS)};
+    case GgmlType::IQ3_XXS: return {"IQ3_XXS", kQK_K, sizeof(BlockIQ3_XXS)};
+    case GgmlType::IQ1_S: return {"IQ1_S", kQK_K, sizeof(BlockIQ1_S)};
+    case GgmlType::IQ4_NL: return {"IQ4_NL", kQK4_NL, sizeof(BlockIQ4_NL)};
+    case GgmlType::IQ3_S: return {"IQ3_S", kQK_K, sizeof(BlockIQ3_S)};
+    case GgmlType::IQ2_S: return {"IQ2_S", kQK_K, sizeof(BlockIQ2_S)};
+    case GgmlType::IQ4_XS: return {"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)};
+    case GgmlType::IQ1_M: return {"IQ1_M", kQK_K, sizeof(BlockIQ1_M)};
+    case GgmlType::MXFP4: return {"MXFP4", kQKMxfp4, sizeof(BlockMxfp4)};
   }
   return {nullptr, 0, 0};
+}
+
+std::string ggml_supported_type_names() {
+  std::string s;
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto tr = ggml_type_traits(id);
+    // Q8_1 and Q8_K are activation types: no weight kernel reads them.
+    if (!tr.name || id == static_cast<uint32_t>(GgmlType::Q8_1) || id == static_cast<uint32_t>(GgmlType::Q8_K)) continue;
+    if (!s.empty()) s += ", ";
+    s += tr.name;
+  }
+  return s;
+}
+
+bool ggml_type_is_iquant(GgmlType t) {
+  switch (t) {
+    case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: case GgmlType::IQ1_S:
+    case GgmlType::IQ4_NL: case GgmlType::IQ3_S: case GgmlType::IQ2_S: case GgmlType::IQ4_XS:
+    case GgmlType::IQ1_M: case GgmlType::MXFP4: return true;
+    default: return false;
+  }
 }
 
 bool ggml_type_from_name(const char* name, GgmlType* out) {

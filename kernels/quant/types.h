@@ -1,8 +1,10 @@
 // The GGUF tensor element types (ggml type ids), their block sizes and byte sizes.
-// Ids and sizes are bit-exact facts of the format (../shared/SPEC.md, "Block formats").
+// Ids and sizes are bit-exact facts of the format (../shared/SPEC.md, "Block formats";
+// ../shared/SPEC-iquants.md for the i-quants and MXFP4).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ds {
 
@@ -21,8 +23,18 @@ enum class GgmlType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
   I32 = 26,   // integer tables (deepseek4 ffn_gate_tid2eid); never a matmul operand
+  IQ1_M = 29,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 struct GgmlTypeTraits {
@@ -36,7 +48,11 @@ GgmlTypeTraits ggml_type_traits(uint32_t id);
 static inline GgmlTypeTraits ggml_type_traits(GgmlType t) { return ggml_type_traits(static_cast<uint32_t>(t)); }
 static inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).name != nullptr; }
 static inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
-// Parses "Q4_K", "q4_k", "F16", ...; returns false when unknown.
+// The tensor types a model file may use, comma-separated in id order ("F32, F16, Q4_0, ...").
+std::string ggml_supported_type_names();
+// True for the i-quant and MXFP4 types (ids 16-23, 29, 39).
+bool ggml_type_is_iquant(GgmlType t);
+// Parses "Q4_K", "q4_k", "F16", "IQ2_XXS", "MXFP4", ...; returns false when unknown.
 bool ggml_type_from_name(const char* name, GgmlType* out);
 
 // Bytes of one row of n elements (n must be a multiple of the block size).

@@ -17,6 +17,11 @@ namespace ds::ref {
 #include "kernels/simd/entry_points.inc"
 void moe_route(const MoeRouteArgs& a);
 
+// The reference dot product of an i-quant or MXFP4 weight row (kernels/ref/vec_dot_iq.cpp,
+// float order [IQUANT_ORDER]); 0 for other types. Every ISA's vec_dot and matmul give
+// these types' results bit-identical to it.
+float vec_dot_iq(GgmlType wtype, int64_t n, const void* w, const void* act);
+
 // The reference table (isa = kRef).
 KernelTable ref_table();
 

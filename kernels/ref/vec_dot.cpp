@@ -243,7 +243,8 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
     case GgmlType::Q6_K:
       return dot_q6_k(n / 256, static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(act));
     default:
-      return 0.0f;  // no dot product for activation-only types (Q8_1, Q8_K)
+      // i-quants and MXFP4; 0 for activation-only types (Q8_1, Q8_K)
+      return vec_dot_iq(wtype, n, w, act);
   }
 }
 

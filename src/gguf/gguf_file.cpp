@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/quant/validate.h"
 #include "util/strings.h"
 
 namespace ds {
@@ -240,7 +241,8 @@ struct GgufParser {
     DS_RETURN_IF_ERROR(read(&type, "tensor type"));
     const GgmlTypeTraits tr = ggml_type_traits(type);
     if (!tr.name || type == static_cast<uint32_t>(GgmlType::Q8_1)) {
-      return fail(str_format("%s: unknown or unsupported tensor type %u", field.c_str(), type), pos - 4);
+      return fail(str_format("%s: unknown or unsupported tensor type %u (supported: %s)", field.c_str(), type,
+                             ggml_supported_type_names().c_str()), pos - 4);
     }
     ti->type = static_cast<GgmlType>(type);
     if (ti->ne[0] % tr.block_size != 0) {
@@ -377,6 +379,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, GgufOp
   }
   f->paths_ = std::move(paths);
   DS_RETURN_IF_ERROR(f->check_split_keys());
+  if (opts.check_data) DS_RETURN_IF_ERROR(f->check_tensor_data());
   return f;
 }
 
@@ -422,6 +425,21 @@ Status GgufFile::add_shard(std::unique_ptr<Shard> sh, int index) {
   }
   if (index == 0) version_ = meta->version_;
   shards_.push_back(std::move(sh));
+  return Status::ok();
+}
+
+Status GgufFile::check_tensor_data(const GgufTensorInfo& t) const {
+  const GgmlTypeTraits tr = ggml_type_traits(t.type);
+  std::string why;
+  if (!validate_blocks(t.type, t.data, t.n_elements() / tr.block_size, &why)) {
+    return Status::error(str_format("%s: tensor '%s' (%s): %s", shard_paths()[static_cast<size_t>(t.shard)].c_str(),
+                                    t.name.c_str(), tr.name, why.c_str()));
+  }
+  return Status::ok();
+}
+
+Status GgufFile::check_tensor_data() const {
+  for (const auto& t : tensors_) DS_RETURN_IF_ERROR(check_tensor_data(t));
   return Status::ok();
 }
 

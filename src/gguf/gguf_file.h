@@ -69,6 +69,8 @@ struct GgufTensorInfo {
 
 struct GgufOpenOptions {
   bool load_all_shards = true;  // false: open just this file even if it says it is a shard
+  // Also validate every tensor's blocks (check_tensor_data); reads all tensor data.
+  bool check_data = false;
 };
 
 class GgufFile {
@@ -110,6 +112,12 @@ class GgufFile {
   // Tensors of all shards, in file order.
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* tensor(std::string_view name) const;
+
+  // Validates the blocks of one tensor (or of all) with the reference toolchain's rules
+  // (kernels/quant/validate.h: finite scales, no MXFP4 exponent byte 255). Touches every
+  // byte of the data, so opening does not do it unless GgufOpenOptions::check_data is set.
+  Status check_tensor_data(const GgufTensorInfo& t) const;
+  Status check_tensor_data() const;
 
  private:
   GgufFile() = default;

@@ -181,6 +181,83 @@ TEST(GgufReader, RejectsBadTensorInfos) {
   expect_error(five.bytes, "n_dims 5");
 }
 
+// The i-quants and MXFP4 (../shared/SPEC-iquants.md, summary table: id, elements per
+// block, bytes per block) open with their row-length rule; ids the format does not define
+// for this project (ik_llama.cpp's IQ4_K and friends start at 137) name the id and tensor.
+TEST(GgufReader, AcceptsIQuantsAndMxfp4WithTheirRowLengthRules) {
+  struct Want {
+    uint32_t id;
+    const char* name;
+    int block;
+    size_t bytes;
+  };
+  const Want types[] = {{16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74}, {18, "IQ3_XXS", 256, 98},
+                        {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
+                        {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {29, "IQ1_M", 256, 56},
+                        {39, "MXFP4", 32, 17}};
+  for (const Want& w : types) {
+    SCOPED_TRACE(w.name);
+    auto f = GgufFile::open(write_temp(one_tensor({static_cast<uint64_t>(2 * w.block), 3}, w.id, 0, 6 * w.bytes).bytes));
+    ASSERT_TRUE(f) << f.message();
+    const GgufTensorInfo& t = (*f)->tensors()[0];
+    EXPECT_STREQ(ggml_type_name(t.type), w.name);
+    EXPECT_EQ(t.nbytes, 6 * w.bytes);
+    EXPECT_EQ(t.row_bytes(), 2 * w.bytes);
+    expect_error(one_tensor({static_cast<uint64_t>(w.block + 16), 1}, w.id, 0, 4 * w.bytes).bytes,
+                 std::string("not a multiple of the ") + w.name + " block size " + std::to_string(w.block));
+  }
+  for (uint32_t id : {137u, 140u, 24u, 34u, 40u}) {
+    expect_error(one_tensor({256}, id, 0, 1024).bytes, "tensor 'w': unknown or unsupported tensor type " +
+                                                           std::to_string(id));
+  }
+  Status s = open_status(one_tensor({256}, 137, 0, 1024).bytes);
+  EXPECT_NE(s.message().find("IQ2_XXS"), std::string::npos) << "the error lists the supported types: " << s.message();
+  EXPECT_NE(s.message().find("MXFP4"), std::string::npos) << s.message();
+}
+
+// check_data applies the reference validator's rules: finite half scales, no MXFP4
+// exponent byte 255; index and sign bits are never checked.
+TEST(GgufReader, CheckDataRejectsNonFiniteScalesAndMxfp4Exponent255) {
+  auto open_checked = [](const GgufBuilder& b) {
+    auto f = GgufFile::open(write_temp(b.bytes), {.check_data = true});
+    return f ? Status::ok() : f.status();
+  };
+  auto with_block = [](uint32_t type, int64_t ne0, std::vector<uint8_t> data) {
+    GgufBuilder b;
+    b.header(3, 1, 0).tensor("blk.0.ffn_down_exps.weight", {static_cast<uint64_t>(ne0)}, type, 0).pad(32);
+    b.bytes.insert(b.bytes.end(), data.begin(), data.end());
+    return b;
+  };
+  // MXFP4: one block of 17 bytes, e first. e = 254 is fine, e = 255 is not.
+  std::vector<uint8_t> mx(17, 0x77);
+  mx[0] = 254;
+  EXPECT_TRUE(open_checked(with_block(39, 32, mx)).is_ok());
+  mx[0] = 255;
+  Status s = open_checked(with_block(39, 32, mx));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("blk.0.ffn_down_exps.weight"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("exponent byte 255"), std::string::npos) << s.message();
+  EXPECT_TRUE(GgufFile::open(write_temp(with_block(39, 32, mx).bytes))) << "unchecked open reads no data";
+  // IQ2_XXS: d is the first half; 0x7C00 = inf, 0x7E00 = NaN, 0x7BFF = 65504 (finite).
+  std::vector<uint8_t> iq(66, 0xFF);
+  iq[0] = 0xFF, iq[1] = 0x7B;
+  EXPECT_TRUE(open_checked(with_block(16, 256, iq)).is_ok());
+  iq[0] = 0x00, iq[1] = 0x7E;
+  s = open_checked(with_block(16, 256, iq));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("IQ2_XXS"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("block 0: d is"), std::string::npos) << s.message();
+  // IQ1_M: the half is the top nibbles of the four u16 scale words (bytes 48..55):
+  // 0x7C00 (inf) = nibbles 0, 0, C, 7 from word 0 to word 3.
+  std::vector<uint8_t> m(56, 0);
+  m[48 + 5] = 0xC0, m[48 + 7] = 0x70;
+  s = open_checked(with_block(29, 256, m));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("IQ1_M"), std::string::npos) << s.message();
+  m[48 + 7] = 0x30;  // 0x3C00 = 1.0
+  EXPECT_TRUE(open_checked(with_block(29, 256, m)).is_ok());
+}
+
 TEST(GgufReader, RejectsOverlappingAndDuplicateTensors) {
   GgufBuilder b;
   b.header(3, 2, 0).tensor("a", {16}, 0, 0).tensor("b", {16}, 0, 32).pad(32).zeros(128);
@@ -241,7 +318,8 @@ TEST(GgufReader, OpensEverySharedFile) {
   const std::vector<std::pair<std::string, size_t>> files = {
       {"refdata/tiny-llama-Q4_K_M.gguf", 0}, {"refdata/tiny-qwen2-Q5_K_S.gguf", 0},
       {"refdata/tiny-dsv2-Q4_K_M.gguf", 0},  {"refdata/tiny-dsv2-legacy-Q4_K_M.gguf", 0},
-      {"refdata/tiny-dsv3-Q4_K_M.gguf", 0},  {"tokenizer/ggml-vocab-deepseek-coder.gguf", 32256},
+      {"refdata/tiny-dsv3-Q4_K_M.gguf", 0},  {"refdata/tiny-dsv3-IQ-MIX.gguf", 0},
+      {"tokenizer/ggml-vocab-deepseek-coder.gguf", 32256},
       {"tokenizer/ggml-vocab-deepseek-llm.gguf", 102400}, {"tokenizer/ggml-vocab-deepseek-v3.gguf", 129280},
       {"tokenizer/ggml-vocab-qwen2.gguf", 152064}};
   for (const auto& [rel, n_vocab] : files) {

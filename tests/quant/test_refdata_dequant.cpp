@@ -20,13 +20,15 @@ namespace {
 
 const char* const kModels[] = {
     "tiny-llama-Q4_K_M.gguf", "tiny-qwen2-Q5_K_S.gguf", "tiny-dsv2-Q4_K_M.gguf",
-    "tiny-dsv2-legacy-Q4_K_M.gguf", "tiny-dsv3-Q4_K_M.gguf",
+    "tiny-dsv2-legacy-Q4_K_M.gguf", "tiny-dsv3-Q4_K_M.gguf", "tiny-dsv3-IQ-MIX.gguf",
 };
 
 TEST(RefdataDequant, EveryTensorIsFinite) {
   std::set<std::string> seen_types;
   for (const char* m : kModels) {
-    auto f = GgufFile::open(test::shared_path(std::string("refdata/") + m));
+    // check_data: every block passes the reference validator's rules (finite scales,
+    // no MXFP4 exponent byte 255).
+    auto f = GgufFile::open(test::shared_path(std::string("refdata/") + m), {.check_data = true});
     ASSERT_TRUE(f.is_ok()) << f.message();
     ASSERT_FALSE((*f)->tensors().empty()) << m;
     for (const auto& t : (*f)->tensors()) {
@@ -43,7 +45,8 @@ TEST(RefdataDequant, EveryTensorIsFinite) {
       EXPECT_GT(sum_sq, 0.0) << m << " " << t.name << " is all zeros";
     }
   }
-  for (const char* want : {"F32", "Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q8_0"}) {
+  for (const char* want : {"F32", "Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q8_0", "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS",
+                           "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_NL", "IQ4_XS", "MXFP4"}) {
     EXPECT_TRUE(seen_types.count(want)) << "no refdata tensor of type " << want;
   }
 }
