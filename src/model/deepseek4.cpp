@@ -31,6 +31,8 @@ namespace {
 
 using dsv4::RowLayout;
 
+constexpr int kMaxRun = 64;  // indexer rows scored per matmul (scratch bound)
+
 class Deepseek4Model : public Model {
  public:
   Deepseek4Model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w)
@@ -88,7 +90,7 @@ size_t Deepseek4Model::scratch_bytes(int64_t T) const {
   const size_t proj = t * f * (2 * ql + 2 * H * D + D + 4 * D + HI * DI + HI + 4 * DI) + 4 * t * (E + ql + H * D) +
                       t * 8 * 64 + 16 * 64;
   const size_t sel = t * (K + 1) * sizeof(int32_t) + t * f * 2 + 8 * 64;
-  const size_t per_thread = nth * ((H * D + 4 * H + 4 * D + 2 * DI) * f + K * sizeof(dsv4::ScoredRow) + 256);
+  const size_t per_thread = nth * ((H * D + 4 * H + 4 * D + 2 * DI + (HI + 1) * kMaxRun) * f + K * sizeof(dsv4::ScoredRow) + 256);
   const size_t out = t * (H * D + GO) * f + 4 * t * (H * D + GO) + 8 * 64;
   const size_t attn = mix + proj + sel + per_thread + out + 4 * t * ForwardCtx::kAttnItemBytes;
   const size_t ffn = mix + t * E * f + dsv4::moe_scratch(hp_, T);
@@ -228,15 +230,26 @@ void Deepseek4Model::select_rows(int il, ForwardCtx& ctx, const Proj& p, int32_t
   const int k = hp_.idx_topk;
   const RowLayout L = dsv4::row_layout(hp_, il, ctx.kv.type);
   const int nth = ctx.pool.n_threads();
+  const int bs = ctx.kv.block_size, max_run = std::min(bs / 4 + 1, kMaxRun);
   auto* heaps = ctx.arena.alloc<dsv4::ScoredRow>(static_cast<int64_t>(nth) * k);
+  float* dots = ctx.arena.alloc<float>(static_cast<int64_t>(nth) * (HI + 1) * max_run);
   ctx.pool.parallel_for(T, 1, [&](int64_t t0, int64_t t1, int ith) {
+    float* d = dots + static_cast<int64_t>(ith) * (HI + 1) * max_run;
+    const dsv4::IndexerScratch scr{.heap = heaps + static_cast<int64_t>(ith) * k, .dots = d, .scores = d + HI * max_run};
     for (int64_t t = t0; t < t1; ++t) {
       const SeqSlice& sq = ctx.seq_of(t);
       const int64_t n_vis = (ctx.batch.pos[t] + 1) / 4;
       const dsv4::IndexerQuery iq{.q = p.iq + t * HI * DI, .w = p.iw + t * HI, .n_head = static_cast<int>(HI), .dim = DI};
-      auto key = [&](int64_t j) { return reinterpret_cast<const float*>(row_at(ctx, sq, il, 4 * j + 3) + L.idx_comp); };
+      // Row j's key is in the row of position 4j + 3; the rows of one KV block are
+      // row_bytes apart, so j, j+1, ... up to the block's end form one run.
+      auto run = [&](int64_t j, dsv4::KeyRun* r) {
+        const int64_t pos = 4 * j + 3, blk_end = (pos / bs + 1) * bs;
+        r->first = row_at(ctx, sq, il, pos) + L.idx_comp;
+        r->stride = 4 * ctx.kv.row_bytes;
+        return std::min<int64_t>((blk_end - 1 - pos) / 4 + 1, max_run);
+      };
       int32_t* s = sel + t * k;
-      n_sel[t] = dsv4::csa_select(ctx.kt, iq, n_vis, k, key, s, heaps + static_cast<int64_t>(ith) * k);
+      n_sel[t] = dsv4::csa_select(ctx.kt, iq, n_vis, k, run, s, scr);
       for (int i = n_sel[t]; i < k; ++i) s[i] = -1;
     }
   });

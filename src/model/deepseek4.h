@@ -3,6 +3,7 @@
 // hyper-connection mixes, the KV compressor, the CSA indexer and the V4 MoE.
 // docs/arch-deepseek4.md describes the design.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -64,9 +65,10 @@ struct CompressorInputs {
 void compress(const CompressorInputs& in, float* out, float* scratch);
 
 // CSA indexer (SPEC 3.6, 1.1, 1.2): the top-k of the n_vis visible indexer rows for one
-// query. q [H_I][D_I] (roped), w [H_I] (already / sqrt(D_I * H_I)); key(j) returns row j
-// (f32, D_I). Writes the chosen row ids to sel and returns how many (min(k, n_vis)).
-// heap: scratch of k (score, id) pairs.
+// query. q [H_I][D_I] (roped), w [H_I] (already / sqrt(D_I * H_I)). run(j, &rows) gives the
+// keys of rows j, j+1, ... that lie at a common stride (f32, D_I wide: one paged KV block's
+// rows) and returns how many. Writes the chosen row ids to sel and returns how many
+// (min(k, n_vis)). Scratch: heap of k rows; dots of H_I * max_run floats, scores of max_run.
 struct IndexerQuery {
   const float* q;
   const float* w;
@@ -77,30 +79,42 @@ struct ScoredRow {
   float score;
   int32_t id;
 };
-template <class KeyFn>
-int csa_select(const KernelTable& kt, const IndexerQuery& iq, int64_t n_vis, int k, KeyFn&& key, int32_t* sel,
-               ScoredRow* heap);
-float indexer_score(const KernelTable& kt, const IndexerQuery& iq, const float* key);
+struct KeyRun {
+  const uint8_t* first = nullptr;  // key of the run's first row
+  size_t stride = 0;               // bytes between consecutive rows' keys
+};
+struct IndexerScratch {
+  ScoredRow* heap;
+  float* dots;
+  float* scores;
+};
+// scores[i] = sum_h relu(q_h . key_i) * w_h for the n rows of a run (one matmul).
+void indexer_scores(const KernelTable& kt, const IndexerQuery& iq, const KeyRun& run, int n, float* dots,
+                    float* scores);
 int topk_push(ScoredRow* heap, int n, int k, ScoredRow r);
 
-// The V4 MoE sub-layer on normalized rows xn [T][E] (SPEC 3.7): sqrt-softplus router,
-// hash routing in the first blocks, clamped SwiGLU experts, shared expert. Traces "experts".
-void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, const float* xn, float* out);
-size_t moe_scratch(const HParams& hp, int64_t T);
-
-template <class KeyFn>
-int csa_select(const KernelTable& kt, const IndexerQuery& iq, int64_t n_vis, int k, KeyFn&& key, int32_t* sel,
-               ScoredRow* heap) {
+template <class RunFn>
+int csa_select(const KernelTable& kt, const IndexerQuery& iq, int64_t n_vis, int k, RunFn&& run, int32_t* sel,
+               const IndexerScratch& s) {
   if (n_vis <= k) {  // every visible row: with fewer rows than k the layer is dense (SPEC 1.2)
     for (int64_t j = 0; j < n_vis; ++j) sel[j] = static_cast<int32_t>(j);
     return static_cast<int>(n_vis);
   }
   int n = 0;
-  for (int64_t j = 0; j < n_vis; ++j) {
-    n = topk_push(heap, n, k, ScoredRow{indexer_score(kt, iq, key(j)), static_cast<int32_t>(j)});
+  for (int64_t j = 0; j < n_vis;) {
+    KeyRun r;
+    const int m = static_cast<int>(std::min<int64_t>(run(j, &r), n_vis - j));
+    indexer_scores(kt, iq, r, m, s.dots, s.scores);
+    for (int i = 0; i < m; ++i) n = topk_push(s.heap, n, k, ScoredRow{s.scores[i], static_cast<int32_t>(j + i)});
+    j += m;
   }
-  for (int i = 0; i < n; ++i) sel[i] = heap[i].id;
+  for (int i = 0; i < n; ++i) sel[i] = s.heap[i].id;
   return n;
 }
+
+// The V4 MoE sub-layer on normalized rows xn [T][E] (SPEC 3.7): sqrt-softplus router,
+// hash routing in the first blocks, clamped SwiGLU experts, shared expert. Traces "experts".
+void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, const float* xn, float* out);
+size_t moe_scratch(const HParams& hp, int64_t T);
 
 }  // namespace ds::dsv4

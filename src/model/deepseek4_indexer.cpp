@@ -1,7 +1,9 @@
 // deepseek4 CSA indexer (../shared/SPEC-deepseek32-deepseek4.md 3.6 with 1.1 and 1.2):
 // score(t, j) = sum_h relu(q_h . k_j) * w_h over the visible compressed indexer rows j of
 // a ratio-4 block, top-k kept in a bounded min-heap, so a query needs O(k) memory whatever
-// the context and the attention then reads only the k chosen compressed rows.
+// the context and the attention then reads only the k chosen compressed rows. The rows of
+// one paged KV block lie at a fixed stride, so each such run is scored by one f32 matmul
+// (keys as weight rows, the H_I query heads as activation rows).
 //
 // The Hadamard rotation of SPEC 1.3 is not applied: queries and keys stay f32, and the
 // rotation is orthonormal on both sides, so the scores change only at float rounding
@@ -13,13 +15,26 @@
 
 namespace ds::dsv4 {
 
-float indexer_score(const KernelTable& kt, const IndexerQuery& iq, const float* key) {
-  float score = 0.0f;
+void indexer_scores(const KernelTable& kt, const IndexerQuery& iq, const KeyRun& run, int n, float* dots,
+                    float* scores) {
+  // dots[h][i] = q_h . key_i: the run's keys as the rows of an f32 matrix, the heads as
+  // activation rows.
+  kt.matmul({.wtype = GgmlType::F32,
+             .w = run.first,
+             .w_row_stride = run.stride,
+             .n_in = iq.dim,
+             .row_begin = 0,
+             .row_end = n,
+             .act = iq.q,
+             .act_row_stride = static_cast<size_t>(iq.dim) * sizeof(float),
+             .n_tok = iq.n_head,
+             .out = dots,
+             .out_stride = n});
+  for (int i = 0; i < n; ++i) scores[i] = 0.0f;
   for (int h = 0; h < iq.n_head; ++h) {
-    const float d = kt.vec_dot(GgmlType::F32, iq.dim, key, iq.q + h * iq.dim);
-    score += std::max(d, 0.0f) * iq.w[h];
+    const float w = iq.w[h];
+    for (int i = 0; i < n; ++i) scores[i] += std::max(dots[h * n + i], 0.0f) * w;
   }
-  return score;
 }
 
 // Min-heap on score of at most k rows (the k-th best at heap[0]); returns the new size.
