@@ -263,6 +263,7 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
     case GgmlType::Q5_K: return dequant_q5_K(static_cast<const BlockQ5_K*>(src), dst, nb);
     case GgmlType::Q6_K: return dequant_q6_K(static_cast<const BlockQ6_K*>(src), dst, nb);
     case GgmlType::Q8_K: return dequant_q8_K(static_cast<const BlockQ8_K*>(src), dst, nb);
+    case GgmlType::I32: break;  // integer tables are read as int32, never dequantized
     default:
       if (dequantize_row_iq(t, src, dst, n)) return;
       break;

@@ -25,6 +25,7 @@ GgmlTypeTraits ggml_type_traits(uint32_t id) {
     case GgmlType::Q5_K: return {"Q5_K", kQK_K, sizeof(BlockQ5_K)};
     case GgmlType::Q6_K: return {"Q6_K", kQK_K, sizeof(BlockQ6_K)};
     case GgmlType::Q8_K: return {"Q8_K", kQK_K, sizeof(BlockQ8_K)};
+    case GgmlType::I32: return {"I32", 1, 4};
     case GgmlType::IQ2_XXS: return {"IQ2_XXS", kQK_K, sizeof(BlockIQ2_XXS)};
     case GgmlType::IQ2_XS: return {"IQ2_XS", kQK_K, sizeof(BlockIQ2_XS)};
     case GgmlType::IQ3_XXS: return {"IQ3_XXS", kQK_K, sizeof(BlockIQ3_XXS)};

@@ -31,6 +31,7 @@ enum class GgmlType : uint32_t {
   IQ3_S = 21,
   IQ2_S = 22,
   IQ4_XS = 23,
+  I32 = 26,   // integer tables (deepseek4 ffn_gate_tid2eid); never a matmul operand
   IQ1_M = 29,
   BF16 = 30,
   MXFP4 = 39,

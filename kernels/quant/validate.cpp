@@ -113,6 +113,7 @@ bool validate_blocks(GgmlType t, const void* data, int64_t nb, std::string* why)
     case GgmlType::IQ4_XS: return check_halves<BlockIQ4_XS>(data, nb, why, {{"d", &BlockIQ4_XS::d}});
     case GgmlType::IQ1_M: return check_iq1_m(data, nb, why);
     case GgmlType::MXFP4: return check_mxfp4(data, nb, why);
+    case GgmlType::I32: return true;  // any int32 is valid here; users range-check ids (weights.cpp)
     case GgmlType::Q8_K: {
       const auto* x = static_cast<const BlockQ8_K*>(data);
       for (int64_t i = 0; i < nb; ++i) {

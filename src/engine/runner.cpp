@@ -171,9 +171,10 @@ std::vector<std::pair<std::string, double>> Runner::profile() const {
 }
 
 Status Runner::sublayer(int il, SubLayer kind, int32_t seq, int32_t pos0, const float* x, int64_t n, float* out,
-                        const TraceFn* trace) {
+                        const TraceFn* trace, const int32_t* tokens) {
   if (il < 0 || il >= model_->hp().n_layer) return Status::error("sublayer: no block " + std::to_string(il));
-  std::vector<int32_t> dummy(static_cast<size_t>(n), 0);  // token ids are not read by sub-layers
+  std::vector<int32_t> dummy(static_cast<size_t>(n), 0);  // token ids, when the sub-layer reads them
+  if (tokens) dummy.assign(tokens, tokens + n);
   const SeqChunk ch{.seq_id = seq, .tokens = dummy, .pos0 = pos0, .all_logits = false};
   Batch b;
   DS_RETURN_IF_ERROR(prepare(std::span<const SeqChunk>(&ch, 1), &b));

@@ -65,9 +65,12 @@ class Runner {
 
   // One sub-layer of block il for one sequence's rows at positions pos0..pos0+n-1 (its KV
   // blocks reserved), on given inputs x [n][n_embd] -> out [n][n_embd]. The attention
-  // sub-layer writes those positions' KV rows first. For teacher-forced tests.
+  // sub-layer writes those positions' KV rows first. For teacher-forced tests. tokens: the
+  // rows' token ids when the sub-layer reads them (deepseek4 hash routing), else null.
+  // deepseek4's sub-layers map the whole hyper-connection state: x and out are then
+  // [n][n_hc * n_embd] (model.h).
   Status sublayer(int il, SubLayer kind, int32_t seq, int32_t pos0, const float* x, int64_t n, float* out,
-                  const TraceFn* trace = nullptr);
+                  const TraceFn* trace = nullptr, const int32_t* tokens = nullptr);
 
  private:
   Runner() = default;

@@ -83,7 +83,8 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
   DS_RETURN_IF_ERROR(read_to(r, "context_length", &hp->n_ctx_train, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "embedding_length", &hp->n_embd, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "block_count", &hp->n_layer, true, 0, 1));
-  DS_RETURN_IF_ERROR(read_to(r, "feed_forward_length", &hp->n_ff, true, 0, 1));
+  // deepseek4 has no dense FFN (every block is MoE), so no feed_forward_length.
+  DS_RETURN_IF_ERROR(read_to(r, "feed_forward_length", &hp->n_ff, hp->arch != Arch::kDeepseek4, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "attention.head_count", &hp->n_head, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "attention.head_count_kv", &hp->n_head_kv, false, hp->n_head, 1));
   if (hp->n_embd % hp->n_head != 0) {
@@ -113,6 +114,8 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
   if (hp->rope_scaling == RopeScaling::kYarn) {
     DS_RETURN_IF_ERROR(read_to(r, "rope.scaling.original_context_length", &hp->n_ctx_orig, true, 0, 1));
     DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_log_multiplier", 0.0f, &hp->yarn_log_mul));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow));
   }
 
   // Vocabulary: <arch>.vocab_size, else the token list, else token_embd's rows.
@@ -232,6 +235,115 @@ Status load_qwen3(const GgufFile& f, const KeyReader& r, HParams* hp) {
   return Status::ok();
 }
 
+// A per-block array key of at least n entries (integers or floats), or a scalar applied to
+// every block when scalar_ok.
+Status per_block(const GgufFile& f, const KeyReader& r, const char* suffix, int n, bool scalar_ok,
+                 std::vector<double>* out) {
+  const std::string k = r.key(suffix);
+  const GgufValue* v = f.find(k);
+  if (!v) return Status::error("missing required key " + k + " in " + f.path());
+  out->clear();
+  if (!v->is_array()) {
+    if (!scalar_ok || !(v->is_float() || v->is_integer())) {
+      return Status::error("key " + k + " must be an array of " + std::to_string(n) + " numbers in " + f.path());
+    }
+    out->assign(static_cast<size_t>(n), v->is_float() ? v->f : static_cast<double>(v->i));
+    return Status::ok();
+  }
+  if (v->array_size() < static_cast<size_t>(n)) {
+    return Status::error("key " + k + " has " + std::to_string(v->array_size()) + " entries, expected " +
+                         std::to_string(n) + " (block_count) in " + f.path());
+  }
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    if (!v->arr_float.empty()) {
+      out->push_back(v->arr_float[i]);
+    } else if (!v->arr_int.empty()) {
+      out->push_back(static_cast<double>(v->arr_int[i]));
+    } else {
+      return Status::error("key " + k + " must hold numbers in " + f.path());
+    }
+  }
+  return Status::ok();
+}
+
+// deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.1): every key the forward reads,
+// each required one named when absent; values the reference rejects are rejected here.
+Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  const int n_block = hp->n_layer;
+  DS_RETURN_IF_ERROR(read_to(r, "nextn_predict_layers", &hp->n_nextn, false, 0, 0));
+  // Honored only when the first MTP block is really stored (SPEC 3.1).
+  if (hp->n_nextn > 0 && n_block > hp->n_nextn &&
+      f.tensor("blk." + std::to_string(n_block - hp->n_nextn) + ".nextn.eh_proj.weight")) {
+    hp->n_layer = n_block - hp->n_nextn;
+  } else {
+    hp->n_nextn = 0;
+  }
+  if (hp->n_head_kv != 1) return Status::error(r.key("attention.head_count_kv") + " must be 1 in " + f.path());
+  if (hp->n_embd_head_k != hp->n_embd_head_v || !r.has("attention.key_length")) {
+    return Status::error(r.key("attention.key_length") + " and value_length must be present and equal in " + f.path());
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp->n_rot, true, 0, 2));
+  if (hp->n_rot > hp->n_embd_head_k || hp->n_rot % 2 != 0) {
+    return Status::error(r.key("rope.dimension_count") + " must be even and at most key_length in " + f.path());
+  }
+  DS_RETURN_IF_ERROR(r.req_float("attention.compress_rope_freq_base", &hp->compress_rope_base));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.q_lora_rank", &hp->q_lora, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.sliding_window", &hp->n_swa, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.output_group_count", &hp->n_out_group, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.output_lora_rank", &hp->out_lora, true, 0, 1));
+  if (hp->n_head % hp->n_out_group != 0) {
+    return Status::error(r.key("attention.output_group_count") + " does not divide head_count in " + f.path());
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.head_count", &hp->n_idx_head, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.key_length", &hp->n_idx_dim, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.top_k", &hp->idx_topk, true, 0, 1));
+  if (hp->n_idx_dim < hp->n_rot) {
+    return Status::error(r.key("attention.indexer.key_length") + " is below rope.dimension_count in " + f.path());
+  }
+  std::vector<double> v;
+  DS_RETURN_IF_ERROR(per_block(f, r, "attention.compress_ratios", n_block, false, &v));
+  for (int il = 0; il < n_block; ++il) {
+    const double c = v[static_cast<size_t>(il)];
+    if (c != 0 && c != 4 && c != 128) {
+      return Status::error(r.key("attention.compress_ratios") + "[" + std::to_string(il) + "] = " +
+                           std::to_string(c) + " is not 0, 4 or 128 in " + f.path());
+    }
+    if (il >= hp->n_layer && c != 0) {
+      return Status::error(r.key("attention.compress_ratios") + ": MTP block " + std::to_string(il) + " must be 0");
+    }
+    if (il < hp->n_layer) hp->compress_ratio.push_back(static_cast<int>(c));
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "hyper_connection.count", &hp->n_hc, true, 0, 1));
+  if (hp->n_hc != 4) return Status::error(r.key("hyper_connection.count") + " must be 4 in " + f.path());
+  DS_RETURN_IF_ERROR(read_to(r, "hyper_connection.sinkhorn_iterations", &hp->hc_iters, true, 0, 1));
+  DS_RETURN_IF_ERROR(r.req_float("hyper_connection.epsilon", &hp->hc_eps));
+  DS_RETURN_IF_ERROR(read_to(r, "hash_layer_count", &hp->n_hash_layer, true, 0, 0));
+  if (hp->n_hash_layer > hp->n_layer) return Status::error(r.key("hash_layer_count") + " exceeds the trunk blocks");
+
+  DS_RETURN_IF_ERROR(read_to(r, "expert_count", &hp->n_expert, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_used_count", &hp->n_expert_used, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
+  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
+  DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
+  int gating = 0;
+  DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, true, 0, 0));
+  if (gating != 4) {
+    return Status::error(r.key("expert_gating_func") + " = " + std::to_string(gating) +
+                         ": deepseek4 needs 4 (sqrt-softplus) in " + f.path());
+  }
+  if (hp->n_expert_used > hp->n_expert) return Status::error(r.key("expert_used_count") + " exceeds expert_count");
+  DS_RETURN_IF_ERROR(per_block(f, r, "swiglu_clamp_exp", n_block, true, &v));
+  hp->swiglu_clamp_exp.assign(v.begin(), v.begin() + hp->n_layer);
+  if (r.has("swiglu_clamp_shexp")) {
+    DS_RETURN_IF_ERROR(per_block(f, r, "swiglu_clamp_shexp", n_block, true, &v));
+    hp->swiglu_clamp_shexp.assign(v.begin(), v.begin() + hp->n_layer);
+  } else {
+    hp->swiglu_clamp_shexp = hp->swiglu_clamp_exp;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<HParams> load_hparams(const GgufFile& f) {
@@ -248,9 +360,11 @@ Result<HParams> load_hparams(const GgufFile& f) {
     hp.arch = Arch::kDeepseek;
   } else if (hp.arch_name == "qwen3") {
     hp.arch = Arch::kQwen3;
+  } else if (hp.arch_name == "deepseek4") {
+    hp.arch = Arch::kDeepseek4;
   } else {
     return Status::error("unsupported architecture '" + hp.arch_name + "' in " + f.path() +
-                         " (supported: llama, qwen2, qwen3, deepseek, deepseek2)");
+                         " (supported: llama, qwen2, qwen3, deepseek, deepseek2, deepseek4)");
   }
   auto name = f.get_string_or("general.name", "");
   if (!name) return name.status();
@@ -263,6 +377,8 @@ Result<HParams> load_hparams(const GgufFile& f) {
     DS_RETURN_IF_ERROR(load_deepseek(f, r, &hp));
   } else if (hp.arch == Arch::kQwen3) {
     DS_RETURN_IF_ERROR(load_qwen3(f, r, &hp));
+  } else if (hp.arch == Arch::kDeepseek4) {
+    DS_RETURN_IF_ERROR(load_deepseek4(f, r, &hp));
   } else {
     DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp.n_rot, false, hp.n_embd_head_k, 2));
     if (hp.n_head % hp.n_head_kv != 0) {

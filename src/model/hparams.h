@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ds/status.h"
 #include "kernels/kernels.h"
@@ -15,7 +16,7 @@ namespace ds {
 
 class GgufFile;
 
-enum class Arch { kLlama, kQwen2, kDeepseek2, kDeepseek, kQwen3 };
+enum class Arch { kLlama, kQwen2, kDeepseek2, kDeepseek, kQwen3, kDeepseek4 };
 enum class RopeScaling { kNone, kLinear, kYarn };
 
 struct HParams {
@@ -60,8 +61,29 @@ struct HParams {
   int n_group = 1;
   int n_group_used = 1;
 
+  // deepseek4 only (../shared/SPEC-deepseek32-deepseek4.md section 3.1). n_layer counts the
+  // trunk blocks; MTP blocks stored after them (n_nextn) are not part of the forward.
+  int n_nextn = 0;
+  int n_hc = 1;                 // hyper-connection residual streams (4)
+  int hc_iters = 0;             // Sinkhorn iterations
+  float hc_eps = 0.0f;
+  int n_swa = 0;                // raw sliding window
+  int n_out_group = 0;          // grouped output LoRA: groups
+  int64_t out_lora = 0;         //   and rank per group
+  std::vector<int> compress_ratio;  // per trunk block: 0, 4 (CSA + indexer) or 128 (HCA)
+  int n_idx_head = 0;           // CSA indexer heads, width, top-k (compressed rows)
+  int64_t n_idx_dim = 0;
+  int idx_topk = 0;
+  int n_hash_layer = 0;         // first blocks routed by token id (ffn_gate_tid2eid)
+  float compress_rope_base = 0.0f;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  std::vector<float> swiglu_clamp_exp;    // per trunk block; <= 1e-6: no clamp
+  std::vector<float> swiglu_clamp_shexp;
+
   bool is_moe_layer(int il) const {
-    return (arch == Arch::kDeepseek2 || arch == Arch::kDeepseek) && il >= n_layer_dense_lead;
+    return arch == Arch::kDeepseek4 ||
+           ((arch == Arch::kDeepseek2 || arch == Arch::kDeepseek) && il >= n_layer_dense_lead);
   }
   // Rope parameters shared by every layer (kernels.h RopeParams).
   RopeParams rope_params(const float* freq_factors) const;

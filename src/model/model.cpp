@@ -25,6 +25,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
       return make_deepseek_model(std::move(*file), std::move(*hp), std::move(*w));
     case Arch::kQwen3:
       return make_qwen3_model(std::move(*file), std::move(*hp), std::move(*w));
+    case Arch::kDeepseek4:
+      return make_deepseek4_model(std::move(*file), std::move(*hp), std::move(*w));
   }
   return Status::error("unsupported architecture in " + path);
 }

@@ -41,8 +41,9 @@ class Model {
   virtual void ffn(int il, ForwardCtx& ctx, const float* x, float* out) const = 0;
 
   // The whole step: embeddings, every block with its residual adds, final norm and the
-  // output head for batch.out_rows. logits: [n_out][n_vocab].
-  void forward(ForwardCtx& ctx, float* logits) const;
+  // output head for batch.out_rows. logits: [n_out][n_vocab]. deepseek4 replaces it (its
+  // residual state is hp().n_hc streams wide and its sub-layers map that whole state).
+  virtual void forward(ForwardCtx& ctx, float* logits) const;
 
  protected:
   Model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w)
@@ -55,11 +56,13 @@ class Model {
   std::unique_ptr<Weights> w_;
 };
 
-// Per-architecture factories (llama.cpp, qwen2.cpp, deepseek2.cpp, deepseek.cpp, qwen3.cpp).
+// Per-architecture factories (llama.cpp, qwen2.cpp, deepseek2.cpp, deepseek.cpp, qwen3.cpp,
+// deepseek4.cpp).
 std::unique_ptr<Model> make_llama_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_qwen2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_deepseek_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_qwen3_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_deepseek4_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 
 }  // namespace ds

@@ -100,6 +100,19 @@ class Loader {
   }
 
   std::vector<float>& own(size_t n) { return w_->owned.emplace_back(n); }
+  const GgufFile& file() const { return f_; }
+
+  // A small 2-D tensor [n_in, n_rows] converted to f32 rows (deepseek4 APE tables).
+  Status rows_f32(const std::string& name, int64_t n_in, int64_t n_rows, Vec* out) {
+    const GgufTensorInfo* t = nullptr;
+    DS_RETURN_IF_ERROR(find(name, {n_in, n_rows}, true, &t));
+    std::vector<float>& buf = own(static_cast<size_t>(n_in * n_rows));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dequantize_row(t->type, t->data + static_cast<size_t>(r) * t->row_bytes(), buf.data() + r * n_in, n_in);
+    }
+    *out = Vec{buf.data(), n_in * n_rows};
+    return Status::ok();
+  }
 
  private:
   const GgufFile& f_;
@@ -237,10 +250,66 @@ Status load_moe(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
   return Status::ok();
 }
 
+// deepseek4 block il (SPEC-deepseek32-deepseek4.md 3.2). The experts and the router use
+// load_moe; the hash blocks read ffn_gate_tid2eid (I32) instead of exp_probs_b.
+Status load_deepseek4_layer(Loader& L, const GgufFile& f, const HParams& hp, int il, LayerWeights* lw) {
+  const int64_t E = hp.n_embd, H = hp.n_head, D = hp.n_embd_head_k, G = hp.n_out_group, O = hp.out_lora;
+  const int64_t nhc = hp.n_hc, nmix = (2 + nhc) * nhc, DI = hp.n_idx_dim;
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_sinks.weight"), H, true, &lw->attn_sinks));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_q_a.weight"), E, hp.q_lora, true, &lw->wq_a));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_q_a_norm.weight"), hp.q_lora, true, &lw->q_a_norm));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_q_b.weight"), hp.q_lora, H * D, true, &lw->wq_b));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_kv.weight"), E, D, true, &lw->wkv));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_kv_a_norm.weight"), D, true, &lw->kv_a_norm));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_output_a.weight"), H * D / G, O * G, true, &lw->wo_a));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_output_b.weight"), G * O, E, true, &lw->wo_b));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "hc_attn_fn.weight"), nhc * E, nmix, true, &lw->hc_attn_fn));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "hc_attn_base.weight"), nmix, true, &lw->hc_attn_base));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "hc_attn_scale.weight"), 3, true, &lw->hc_attn_scale));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "hc_ffn_fn.weight"), nhc * E, nmix, true, &lw->hc_ffn_fn));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "hc_ffn_base.weight"), nmix, true, &lw->hc_ffn_base));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "hc_ffn_scale.weight"), 3, true, &lw->hc_ffn_scale));
+  const int ratio = hp.compress_ratio[static_cast<size_t>(il)];
+  if (ratio != 0) {
+    const int64_t c = ratio == 4 ? 2 : 1;
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_compressor_kv.weight"), E, c * D, true, &lw->comp_kv));
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_compressor_gate.weight"), E, c * D, true, &lw->comp_gate));
+    DS_RETURN_IF_ERROR(L.rows_f32(blk(il, "attn_compressor_ape.weight"), c * D, ratio, &lw->comp_ape));
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_compressor_norm.weight"), D, true, &lw->comp_norm));
+  }
+  if (ratio == 4) {
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.attn_q_b.weight"), hp.q_lora, hp.n_idx_head * DI, true, &lw->idx_q_b));
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.proj.weight"), E, hp.n_idx_head, true, &lw->idx_proj));
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer_compressor_kv.weight"), E, 2 * DI, true, &lw->idx_comp_kv));
+    DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer_compressor_gate.weight"), E, 2 * DI, true, &lw->idx_comp_gate));
+    DS_RETURN_IF_ERROR(L.rows_f32(blk(il, "indexer_compressor_ape.weight"), 2 * DI, 4, &lw->idx_comp_ape));
+    DS_RETURN_IF_ERROR(L.vec(blk(il, "indexer_compressor_norm.weight"), DI, true, &lw->idx_comp_norm));
+  }
+  DS_RETURN_IF_ERROR(load_moe(L, hp, il, lw));
+  if (il < hp.n_hash_layer) {
+    const std::string name = blk(il, "ffn_gate_tid2eid.weight");
+    const GgufTensorInfo* t = nullptr;
+    DS_RETURN_IF_ERROR(L.find(name, {hp.n_expert_used, hp.n_vocab}, true, &t));
+    if (t->type != GgmlType::I32) return Status::error("tensor " + name + " must be I32 in " + f.path());
+    const auto* ids = reinterpret_cast<const int32_t*>(t->data);
+    for (int64_t i = 0; i < hp.n_expert_used * hp.n_vocab; ++i) {
+      if (ids[i] < 0 || ids[i] >= hp.n_expert) {
+        return Status::error("tensor " + name + " holds expert id " + std::to_string(ids[i]) + " outside [0, " +
+                             std::to_string(hp.n_expert) + ") in " + f.path());
+      }
+    }
+    lw->tid2eid = ids;
+  } else if (!lw->exp_probs_b) {
+    return Status::error("missing tensor " + blk(il, "exp_probs_b.bias") + " in " + f.path());
+  }
+  return Status::ok();
+}
+
 Status load_layer(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
   const int64_t E = hp.n_embd;
   DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_norm.weight"), E, true, &lw->attn_norm));
   DS_RETURN_IF_ERROR(L.vec(blk(il, "ffn_norm.weight"), E, true, &lw->ffn_norm));
+  if (hp.arch == Arch::kDeepseek4) return load_deepseek4_layer(L, L.file(), hp, il, lw);
   if (hp.arch == Arch::kDeepseek2) {
     DS_RETURN_IF_ERROR(load_mla_attention(L, hp, il, lw));
   } else {
@@ -264,6 +333,12 @@ Result<std::unique_ptr<Weights>> load_weights(const GgufFile& f, const HParams& 
   if (!w->output) w->output = w->tok_embd;  // tied output head
   if (hp.arch == Arch::kLlama) {
     DS_RETURN_IF_ERROR(L.vec("rope_freqs.weight", hp.n_rot / 2, false, &w->rope_freqs));
+  }
+  if (hp.arch == Arch::kDeepseek4) {
+    if (!f.tensor("output.weight")) return Status::error("missing tensor output.weight in " + f.path());
+    DS_RETURN_IF_ERROR(L.mat("output_hc_fn.weight", hp.n_hc * hp.n_embd, hp.n_hc, true, &w->output_hc_fn));
+    DS_RETURN_IF_ERROR(L.vec("output_hc_base.weight", hp.n_hc, true, &w->output_hc_base));
+    DS_RETURN_IF_ERROR(L.vec("output_hc_scale.weight", 1, true, &w->output_hc_scale));
   }
   w->layers.resize(static_cast<size_t>(hp.n_layer));
   for (int il = 0; il < hp.n_layer; ++il) {

@@ -70,6 +70,25 @@ struct LayerWeights {
   std::vector<Mat> k_b;  // per head: [nope -> kv_lora] (q_abs = k_b^T q_nope)
   std::vector<Mat> v_b;  // per head: [kv_lora -> v]
 
+  // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.2); wq_a, q_a_norm, wq_b and
+  // kv_a_norm above are shared with MLA.
+  Mat wkv;             // attn_kv [E -> D], the single K=V head
+  Vec attn_sinks;      // [H]
+  Mat wo_a;            // attn_output_a [H*D/G -> O*G]: group g = rows [g*O, (g+1)*O)
+  Mat wo_b;            // attn_output_b [G*O -> E]
+  Mat hc_attn_fn, hc_ffn_fn;        // [hc*E -> (2+hc)*hc]
+  Vec hc_attn_base, hc_ffn_base;    // [(2+hc)*hc]
+  Vec hc_attn_scale, hc_ffn_scale;  // [3]: pre, post, comb
+  Mat comp_kv, comp_gate;  // attn_compressor_{kv,gate} [E -> c*D] (ratio != 0)
+  Vec comp_ape;            // [ratio][c*D], f32
+  Vec comp_norm;           // [D]
+  Mat idx_q_b;             // indexer.attn_q_b [q_lora -> H_I*D_I] (ratio 4)
+  Mat idx_proj;            // indexer.proj [E -> H_I]
+  Mat idx_comp_kv, idx_comp_gate;  // [E -> 2*D_I]
+  Vec idx_comp_ape;                // [4][2*D_I], f32
+  Vec idx_comp_norm;               // [D_I]
+  const int32_t* tid2eid = nullptr;  // ffn_gate_tid2eid [n_vocab][K_used] (hash blocks)
+
   // Dense FFN (llama, qwen2, qwen3, the leading blocks of deepseek and deepseek2).
   Mat ffn_gate, ffn_up, ffn_down;
 
@@ -85,6 +104,9 @@ struct Weights {
   Vec output_norm;
   Mat output;          // token_embd when tied
   Vec rope_freqs;      // optional, [n_rot/2]
+  Mat output_hc_fn;    // deepseek4 hyper-connection head [hc*E -> hc]
+  Vec output_hc_base;  // [hc]
+  Vec output_hc_scale; // [1]
   std::vector<LayerWeights> layers;
 
   // Storage of converted tensors; inner buffers never move.

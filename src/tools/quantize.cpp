@@ -59,7 +59,7 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
   if (!opened) return opened.status();
   const GgufFile& in = **opened;
   for (const auto& t : in.tensors()) {
-    if (!is_float_type(t.type)) {
+    if (!is_float_type(t.type) && t.type != GgmlType::I32) {  // I32 tables are copied as they are
       return Status::error(in_path + ": tensor '" + t.name + "' is already quantized (" + ggml_type_name(t.type) +
                            "); quantize needs an F32, F16 or BF16 model");
     }
@@ -75,8 +75,9 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
   w.set("general.quantization_version", gguf_u32(2));
   std::vector<GgmlType> types;
   for (const auto& t : in.tensors()) {
-    const GgmlType type = choose_tensor_type(mix, {t.name, t.n_dims, t.ne}, *model, overrides);
-    if (!quantize_supported(type)) {
+    const GgmlType type = t.type == GgmlType::I32 ? GgmlType::I32
+                                                  : choose_tensor_type(mix, {t.name, t.n_dims, t.ne}, *model, overrides);
+    if (type != GgmlType::I32 && !quantize_supported(type)) {
       return Status::error("tensor '" + t.name + "': ds-cli quantize cannot write " + ggml_type_name(type) +
                            " (the grid i-quants need an importance-matrix search; `ds-cli synth` writes random " +
                            "valid blocks of them)");
@@ -91,6 +92,10 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
     const GgufTensorInfo& t = in.tensors()[k];
     std::fprintf(stderr, "[%4zu/%zu] %-36s %-4s -> %-4s %s\n", k + 1, n, t.name.c_str(), ggml_type_name(t.type),
                  ggml_type_name(types[k]), t.shape_string().c_str());
+    if (t.type == GgmlType::I32) {  // deepseek4 ffn_gate_tid2eid: integer ids, not weights
+      DS_RETURN_IF_ERROR(w.write_data(t.data, t.nbytes));
+      continue;
+    }
     const size_t in_row = t.row_bytes();
     auto source = [&](int64_t r0, int64_t nr, float* out) {
       for (int64_t r = 0; r < nr; ++r) {

@@ -177,9 +177,18 @@ Status write_random_blocks(GgufWriter* w, const SynthTensor& t, GgmlType type, i
 
 // Generates one tensor row by row (seeded per row, see the top of the file) and streams
 // it, quantized, into w.
-Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const SynthOptions& o, float rope_base) {
+Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const SynthOptions& o, float rope_base,
+                    int64_t n_expert) {
   int64_t n_rows = 1;
   for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
+  if (t.init == SynthInit::kExpertIds) {  // row v: experts (v * K + k) mod n_expert, distinct for K <= n_expert
+    std::vector<int32_t> row(static_cast<size_t>(t.ne[0]));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (int64_t k = 0; k < t.ne[0]; ++k) row[static_cast<size_t>(k)] = static_cast<int32_t>((r * t.ne[0] + k) % n_expert);
+      DS_RETURN_IF_ERROR(w->write_data(row.data(), row.size() * sizeof(int32_t)));
+    }
+    return Status::ok();
+  }
   const uint64_t tensor_seed = o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name);
   auto source = [&](int64_t r0, int64_t nr, float* out) {
     for (int64_t r = 0; r < nr; ++r) {
@@ -187,6 +196,7 @@ Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const Sy
       switch (t.init) {
         case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
         case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
+        case SynthInit::kExpertIds: break;  // written above
         case SynthInit::kNormal: {
           uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
           fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
@@ -210,8 +220,10 @@ Status synth_model(const SynthOptions& o) {
   const MixModel model{synth_int(w, arch + ".block_count", 0), synth_int(w, arch + ".expert_count", 0), true};
   std::vector<GgmlType> types;
   for (const auto& t : *tensors) {
-    types.push_back(
-        choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model, o.overrides));
+    types.push_back(t.init == SynthInit::kExpertIds
+                        ? GgmlType::I32
+                        : choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model,
+                                             o.overrides));
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
   }
   const uint64_t size = w.file_size();
@@ -231,7 +243,7 @@ Status synth_model(const SynthOptions& o) {
     if (verbose) {
       std::fprintf(stderr, "[%4zu/%zu] %-36s %-4s\n", k + 1, tensors->size(), t.name.c_str(), ggml_type_name(types[k]));
     }
-    const Status s = write_tensor(&w, t, types[k], o, rope_base);
+    const Status s = write_tensor(&w, t, types[k], o, rope_base, std::max<int64_t>(model.n_expert, 1));
     if (!s.is_ok()) {
       w.abort();
       return s;

@@ -31,10 +31,16 @@ struct MlaShape {  // deepseek2, MLA layout
   float yarn_log_mul;
 };
 
+struct V4Shape {  // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.1)
+  int64_t n_embd, n_layer, n_head, head_dim, rope, q_lora, n_out_group, out_rank, swa;
+  int64_t idx_head, idx_dim, idx_topk, n_expert, n_used, n_shared, n_ff_exp, n_hash, n_vocab, n_ctx;
+};
+
 struct ShapeDef {
   SynthShapeInfo info;
   const DenseShape* dense;
   const MlaShape* mla;
+  const V4Shape* v4 = nullptr;
 };
 
 // deepseek-coder-like tiny llama (linear RoPE x4, base 1e5) and R1-Distill-Qwen-like qwen2.
@@ -66,6 +72,10 @@ constexpr MlaShape kV3{7168, 61, 128, 18432, 1536, 512, 128, 64, 128, 256, 8, 1,
 constexpr MlaShape kMoeBench{2048, 6, 16, 10944, 768, 512, 128, 64, 128, 64, 6, 2, 1408, 1, 102400, 163840,
                              2, true, 2.5f, 0, 0, 40.0f, 0.1f};
 
+// V4-Flash (SPEC-deepseek32-deepseek4.md section 7): 43 blocks, E 4096, 64 heads x 512,
+// window 128, 8 output groups x 1024, indexer 64 x 128 top-512, 256 experts top-6.
+constexpr V4Shape kV4Flash{4096, 43, 64, 512, 64, 1024, 8, 1024, 128, 64, 128, 512, 256, 6, 1, 2048, 3, 129280, 1048576};
+
 const ShapeDef kShapes[] = {
     {{"tiny-llama", "llama, 4 layers, embd 256, GQA 4/2, linear RoPE x4 (deepseek-coder style)"}, &kTinyLlama, nullptr},
     {{"tiny-qwen2", "qwen2, 3 layers, embd 256, GQA 4/2, q/k/v biases, RoPE base 1e6"}, &kTinyQwen2, nullptr},
@@ -80,6 +90,8 @@ const ShapeDef kShapes[] = {
      &kDsMoe16B, nullptr},
     {{"r1-0528-qwen3-8b", "qwen3, DeepSeek-R1-0528-Qwen3-8B dimensions (GQA 32/8, q/k norms, YaRN x4)"}, &kR1Qwen3_8B,
      nullptr},
+    {{"v4-flash", "deepseek4, DeepSeek-V4-Flash dimensions (43 layers, 256 experts top-6; use --layers)"}, nullptr,
+     nullptr, &kV4Flash},
 };
 
 void put_dense(const DenseShape& s, GgufWriter* w) {
@@ -149,6 +161,51 @@ void put_mla(const MlaShape& s, GgufWriter* w) {
     u("rope.scaling.original_context_length", 4096);
     w->set(a + "rope.scaling.yarn_log_multiplier", gguf_f32(s.yarn_log_mul));
   }
+  if (s.n_vocab) u("vocab_size", s.n_vocab);
+}
+
+void put_v4(const V4Shape& s, GgufWriter* w) {
+  const std::string a = "deepseek4.";
+  auto u = [&](const char* k, int64_t v) { w->set(a + k, gguf_u32(static_cast<uint32_t>(v))); };
+  auto f = [&](const char* k, float v) { w->set(a + k, gguf_f32(v)); };
+  w->set("general.architecture", gguf_str("deepseek4"));
+  u("context_length", s.n_ctx);
+  u("embedding_length", s.n_embd);
+  u("embedding_length_out", 4 * s.n_embd);
+  u("block_count", s.n_layer);
+  u("attention.head_count", s.n_head);
+  u("attention.head_count_kv", 1);
+  u("attention.key_length", s.head_dim);
+  u("attention.value_length", s.head_dim);
+  u("rope.dimension_count", s.rope);
+  f("rope.freq_base", 10000.0f);
+  w->set(a + "rope.scaling.type", gguf_str("yarn"));
+  f("rope.scaling.factor", 16.0f);
+  u("rope.scaling.original_context_length", 65536);
+  f("rope.scaling.yarn_beta_fast", 32.0f);
+  f("rope.scaling.yarn_beta_slow", 1.0f);
+  f("attention.compress_rope_freq_base", 160000.0f);
+  f("attention.layer_norm_rms_epsilon", 1e-6f);
+  u("attention.q_lora_rank", s.q_lora);
+  u("attention.sliding_window", s.swa);
+  u("attention.output_group_count", s.n_out_group);
+  u("attention.output_lora_rank", s.out_rank);
+  u("attention.indexer.head_count", s.idx_head);
+  u("attention.indexer.key_length", s.idx_dim);
+  u("attention.indexer.top_k", s.idx_topk);
+  u("hyper_connection.count", 4);
+  u("hyper_connection.sinkhorn_iterations", 20);
+  f("hyper_connection.epsilon", 1e-6f);
+  u("hash_layer_count", s.n_hash);
+  u("expert_count", s.n_expert);
+  u("expert_used_count", s.n_used);
+  u("expert_shared_count", s.n_shared);
+  u("expert_feed_forward_length", s.n_ff_exp);
+  f("expert_weights_scale", 1.5f);
+  w->set(a + "expert_weights_norm", gguf_bool(true));
+  u("expert_gating_func", 4);
+  // The per-block arrays (compress_ratios, swiglu clamps) follow the final block_count in
+  // synth_finalize_metadata.
   if (s.n_vocab) u("vocab_size", s.n_vocab);
 }
 
@@ -228,6 +285,7 @@ Status synth_shape_metadata(std::string_view shape, GgufWriter* w, bool* rope_fr
     if (shape != s.info.name) continue;
     *rope_freqs = s.dense && s.dense->rope_freqs;
     if (s.dense) put_dense(*s.dense, w);
+    else if (s.v4) put_v4(*s.v4, w);
     else put_mla(*s.mla, w);
     return Status::ok();
   }

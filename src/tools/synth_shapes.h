@@ -35,7 +35,8 @@ Status synth_apply_override(GgufWriter* w, std::string_view assignment);
 // tensors depend on, and sets <arch>.vocab_size to n_vocab.
 Status synth_finalize_metadata(GgufWriter* w, int64_t n_vocab);
 
-enum class SynthInit { kNormal, kOnes, kRopeFreqs };
+// kExpertIds: an I32 table of expert ids (deepseek4 ffn_gate_tid2eid), K distinct ids per row.
+enum class SynthInit { kNormal, kOnes, kRopeFreqs, kExpertIds };
 struct SynthTensor {
   std::string name;
   std::vector<int64_t> ne;  // ggml order, ne[0] contiguous

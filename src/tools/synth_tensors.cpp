@@ -165,6 +165,89 @@ Status mla_tensors(Hp& hp, std::vector<SynthTensor>* out) {
   return Status::ok();
 }
 
+// deepseek4 (SPEC-deepseek32-deepseek4.md 3.2); the per-block compress ratios come from the
+// finalized deepseek4.attention.compress_ratios.
+Status v4_tensors(Hp& hp, std::vector<SynthTensor>* out) {
+  const int64_t E = hp.get("embedding_length", 0, 1, kMaxDim);
+  const int64_t n_layer = hp.get("block_count", 0, 1, 4096);
+  const int64_t H = hp.get("attention.head_count", 0, 1, 4096);
+  const int64_t D = hp.get("attention.key_length", 0, 2, 65536);
+  const int64_t V = hp.get("vocab_size", 0, 1, int64_t{1} << 24);
+  const int64_t ql = hp.get("attention.q_lora_rank", 0, 1, kMaxDim);
+  const int64_t G = hp.get("attention.output_group_count", 0, 1, H);
+  const int64_t O = hp.get("attention.output_lora_rank", 0, 1, kMaxDim);
+  const int64_t HI = hp.get("attention.indexer.head_count", 0, 1, 4096);
+  const int64_t DI = hp.get("attention.indexer.key_length", 0, 2, 65536);
+  const int64_t X = hp.get("expert_count", 0, 1, 4096);
+  const int64_t K = hp.get("expert_used_count", 0, 1, X);
+  const int64_t S = hp.get("expert_shared_count", 0, 0, 64);
+  const int64_t Fe = hp.get("expert_feed_forward_length", 0, 1, kMaxDim);
+  const int64_t n_hash = hp.get("hash_layer_count", 0, 0, n_layer);
+  const int64_t hc = hp.get("hyper_connection.count", 4, 4, 4);
+  DS_RETURN_IF_ERROR(hp.status);
+  if (H % G != 0) return Status::error("deepseek4.attention.output_group_count must divide head_count");
+  const GgufValue* ratios = hp.w.find("deepseek4.attention.compress_ratios");
+  if (!ratios || ratios->arr_int.size() < static_cast<size_t>(n_layer)) {
+    return Status::error("deepseek4.attention.compress_ratios must have block_count entries");
+  }
+  const int64_t nmix = (2 + hc) * hc;
+  add(out, "token_embd.weight", {E, V});
+  for (int64_t il = 0; il < n_layer; ++il) {
+    const int64_t r = ratios->arr_int[static_cast<size_t>(il)];
+    add(out, blk(il, "attn_norm.weight"), {E}, SynthInit::kOnes);
+    add(out, blk(il, "attn_sinks.weight"), {H});
+    add(out, blk(il, "attn_q_a.weight"), {E, ql});
+    add(out, blk(il, "attn_q_a_norm.weight"), {ql}, SynthInit::kOnes);
+    add(out, blk(il, "attn_q_b.weight"), {ql, H * D});
+    add(out, blk(il, "attn_kv.weight"), {E, D});
+    add(out, blk(il, "attn_kv_a_norm.weight"), {D}, SynthInit::kOnes);
+    add(out, blk(il, "attn_output_a.weight"), {H * D / G, O * G});
+    add(out, blk(il, "attn_output_b.weight"), {G * O, E});
+    for (const char* sub : {"attn", "ffn"}) {
+      const std::string p = std::string("hc_") + sub;
+      add(out, blk(il, (p + "_fn.weight").c_str()), {hc * E, nmix});
+      add(out, blk(il, (p + "_base.weight").c_str()), {nmix});
+      add(out, blk(il, (p + "_scale.weight").c_str()), {3}, SynthInit::kOnes);
+    }
+    if (r != 0) {
+      const int64_t c = r == 4 ? 2 : 1;
+      add(out, blk(il, "attn_compressor_kv.weight"), {E, c * D});
+      add(out, blk(il, "attn_compressor_gate.weight"), {E, c * D});
+      add(out, blk(il, "attn_compressor_ape.weight"), {c * D, r});
+      add(out, blk(il, "attn_compressor_norm.weight"), {D}, SynthInit::kOnes);
+    }
+    if (r == 4) {
+      add(out, blk(il, "indexer.attn_q_b.weight"), {ql, HI * DI});
+      add(out, blk(il, "indexer.proj.weight"), {E, HI});
+      add(out, blk(il, "indexer_compressor_kv.weight"), {E, 2 * DI});
+      add(out, blk(il, "indexer_compressor_gate.weight"), {E, 2 * DI});
+      add(out, blk(il, "indexer_compressor_ape.weight"), {2 * DI, 4});
+      add(out, blk(il, "indexer_compressor_norm.weight"), {DI}, SynthInit::kOnes);
+    }
+    add(out, blk(il, "ffn_norm.weight"), {E}, SynthInit::kOnes);
+    add(out, blk(il, "ffn_gate_inp.weight"), {E, X});
+    if (il < n_hash) {
+      add(out, blk(il, "ffn_gate_tid2eid.weight"), {K, V}, SynthInit::kExpertIds);
+    } else {
+      add(out, blk(il, "exp_probs_b.bias"), {X});
+    }
+    add(out, blk(il, "ffn_gate_exps.weight"), {E, Fe, X});
+    add(out, blk(il, "ffn_up_exps.weight"), {E, Fe, X});
+    add(out, blk(il, "ffn_down_exps.weight"), {Fe, E, X});
+    if (S > 0) {
+      add(out, blk(il, "ffn_gate_shexp.weight"), {E, Fe * S});
+      add(out, blk(il, "ffn_up_shexp.weight"), {E, Fe * S});
+      add(out, blk(il, "ffn_down_shexp.weight"), {Fe * S, E});
+    }
+  }
+  add(out, "output_hc_fn.weight", {hc * E, hc});
+  add(out, "output_hc_base.weight", {hc});
+  add(out, "output_hc_scale.weight", {1}, SynthInit::kOnes);
+  add(out, "output_norm.weight", {E}, SynthInit::kOnes);
+  add(out, "output.weight", {E, V});
+  return Status::ok();
+}
+
 }  // namespace
 
 Status synth_finalize_metadata(GgufWriter* w, int64_t n_vocab) {
@@ -182,6 +265,23 @@ Status synth_finalize_metadata(GgufWriter* w, int64_t n_vocab) {
     w->set("deepseek2.attention.key_length", gguf_u32(static_cast<uint32_t>(kv_lora + n_rope)));
     w->set("deepseek2.attention.value_length", gguf_u32(static_cast<uint32_t>(kv_lora)));
   }
+  if (arch == "deepseek4") {
+    // V4-Flash's per-block pattern at the final block count: two uncompressed blocks, then
+    // ratio 4 and 128 alternating (SPEC 3.1); SwiGLU limit 10 everywhere.
+    const int64_t n_layer = synth_int(*w, "deepseek4.block_count", 0);
+    if (n_layer < 1 || n_layer > 4096) return Status::error("deepseek4.block_count must be in [1, 4096]");
+    std::vector<int32_t> ratios;
+    for (int64_t il = 0; il < n_layer; ++il) ratios.push_back(il < 2 ? 0 : (il % 2 == 0 ? 4 : 128));
+    w->set("deepseek4.attention.compress_ratios", gguf_arr_i32(ratios));
+    const std::vector<float> clamp(static_cast<size_t>(n_layer), 10.0f);
+    w->set("deepseek4.swiglu_clamp_exp", gguf_arr_f32(clamp));
+    w->set("deepseek4.swiglu_clamp_shexp", gguf_arr_f32(clamp));
+    const int64_t E = synth_int(*w, "deepseek4.embedding_length", 0);
+    w->set("deepseek4.embedding_length_out", gguf_u32(static_cast<uint32_t>(4 * E)));
+    if (synth_int(*w, "deepseek4.hash_layer_count", 0) > n_layer) {
+      w->set("deepseek4.hash_layer_count", gguf_u32(static_cast<uint32_t>(n_layer)));
+    }
+  }
   return Status::ok();
 }
 
@@ -196,6 +296,8 @@ Result<std::vector<SynthTensor>> synth_tensors(const GgufWriter& w, bool rope_fr
     s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
   } else if (a->str == "deepseek2") {
     s = mla_tensors(hp, &out);
+  } else if (a->str == "deepseek4") {
+    s = v4_tensors(hp, &out);
   } else {
     s = Status::error("unknown architecture '" + a->str + "'");
   }

@@ -97,5 +97,11 @@ INSTANTIATE_TEST_SUITE_P(Refdata, DecodeAlloc, testing::ValuesIn(ref_models()),
                            return n;
                          });
 
+// deepseek4 is not in ref_models() (its sub-layers map a 4-stream state; its own tests are
+// model_dsv4_block_test and engine_dsv4_e2e_test), so it gets its own instantiation.
+INSTANTIATE_TEST_SUITE_P(Deepseek4, DecodeAlloc,
+                         testing::Values(RefModel{.name = "tiny-dsv4-MXFP4_MOE", .moe = true}),
+                         [](const testing::TestParamInfo<RefModel>&) { return std::string("tiny_dsv4"); });
+
 }  // namespace
 }  // namespace ds::test

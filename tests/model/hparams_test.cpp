@@ -410,3 +410,62 @@ TEST(HParams, ExpertGroupsLimitTheChoice) {
 
 }  // namespace
 }  // namespace ds::test
+
+namespace ds::test {
+namespace {
+
+const char* const kDsv4 = "tiny-dsv4-MXFP4_MOE";
+
+TEST(HParams, Deepseek4Keys) {
+  auto hp = hparams_of(ref_path(kDsv4, ".gguf"));
+  ASSERT_TRUE(hp.is_ok()) << hp.message();
+  EXPECT_EQ(hp->arch, Arch::kDeepseek4);
+  EXPECT_EQ(hp->n_layer, 4);  // block_count 5 = 4 trunk blocks + the stored MTP block
+  EXPECT_EQ(hp->n_nextn, 1);
+  EXPECT_EQ(hp->compress_ratio, (std::vector<int>{0, 4, 128, 4}));
+  EXPECT_EQ(hp->swiglu_clamp_exp, (std::vector<float>{1.5f, 2.0f, 1.5f, 2.0f}));
+  EXPECT_EQ(hp->swiglu_clamp_shexp, (std::vector<float>{2.5f, 1.5f, 3.0f, 2.5f}));
+  EXPECT_EQ(hp->n_hc, 4);
+  EXPECT_EQ(hp->hc_iters, 20);
+  EXPECT_EQ(hp->n_swa, 16);
+  EXPECT_EQ(hp->n_out_group, 2);
+  EXPECT_EQ(hp->out_lora, 128);
+  EXPECT_EQ(hp->n_idx_head, 64);
+  EXPECT_EQ(hp->n_idx_dim, 64);
+  EXPECT_EQ(hp->idx_topk, 8);
+  EXPECT_EQ(hp->n_hash_layer, 2);
+  EXPECT_EQ(hp->n_embd_head_k, 128);
+  EXPECT_EQ(hp->n_rot, 32);
+  EXPECT_EQ(hp->compress_rope_base, 160000.0f);
+  EXPECT_EQ(hp->rope_scaling, RopeScaling::kYarn);
+  EXPECT_TRUE(hp->is_moe_layer(0));
+}
+
+TEST(HParams, Deepseek4BadFilesAreNamed) {
+  for (const char* key : {"deepseek4.attention.compress_ratios", "deepseek4.hyper_connection.count",
+                          "deepseek4.hash_layer_count", "deepseek4.attention.sliding_window",
+                          "deepseek4.attention.output_group_count", "deepseek4.swiglu_clamp_exp",
+                          "deepseek4.attention.compress_rope_freq_base", "deepseek4.expert_gating_func"}) {
+    const TempModel p = rewrite(kDsv4, {.meta = [&](GgufWriter& w) { w.remove(key); }});
+    EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
+  }
+  const TempModel ratio = rewrite(kDsv4, {.meta = [](GgufWriter& w) {
+    w.set("deepseek4.attention.compress_ratios", gguf_arr_i32({0, 4, 64, 4, 0}));
+  }});
+  EXPECT_NE(load_error(ratio).find("compress_ratios[2]"), std::string::npos) << load_error(ratio);
+  const TempModel gating = rewrite(kDsv4, {.meta = [](GgufWriter& w) { w.set("deepseek4.expert_gating_func", gguf_u32(2)); }});
+  EXPECT_NE(load_error(gating).find("sqrt-softplus"), std::string::npos) << load_error(gating);
+  const TempModel sinks = rewrite(kDsv4, {.reshape = {{"blk.2.attn_sinks.weight", {}}}});
+  EXPECT_NE(load_error(sinks).find("blk.2.attn_sinks.weight"), std::string::npos) << load_error(sinks);
+  const TempModel ape = rewrite(kDsv4, {.reshape = {{"blk.1.indexer_compressor_ape.weight", {}}}});
+  EXPECT_NE(load_error(ape).find("blk.1.indexer_compressor_ape.weight"), std::string::npos) << load_error(ape);
+  // An expert id outside [0, expert_count) in the hash table.
+  std::vector<uint8_t> bad(4 * 32256 * 4, 0);
+  bad[4 * 100 + 0] = 16;
+  const TempModel ids = rewrite(kDsv4, {.reshape = {{"blk.0.ffn_gate_tid2eid.weight", {}}},
+                                        .extra = {{"blk.0.ffn_gate_tid2eid.weight", {GgmlType::I32, {4, 32256}, bad}}}});
+  EXPECT_NE(load_error(ids).find("blk.0.ffn_gate_tid2eid.weight"), std::string::npos) << load_error(ids);
+}
+
+}  // namespace
+}  // namespace ds::test

@@ -17,6 +17,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
+#include "model/model.h"
 #include "model/tokenizer.h"
 #include "test_util.h"
 
@@ -162,6 +163,53 @@ TEST_F(ToolsTest, SynthTinyDsv3) {
   EXPECT_EQ(type_of(*f, "blk.3.exp_probs_b.bias"), GgmlType::F32);
   EXPECT_EQ(f->tensor("blk.3.ffn_up_exps.weight")->ne[2], 16);
   EXPECT_EQ(type_of(*f, "blk.1.attn_output.weight"), GgmlType::Q4_K);  // 16 experts: no bump
+}
+
+// v4-flash at reduced width: the per-block arrays follow --layers, the hash blocks get an
+// I32 table of valid expert ids, and the file passes the deepseek4 loader.
+TEST_F(ToolsTest, SynthV4FlashFollowsLayers) {
+  auto f = synth("v4-flash", "Q8_0",
+                 "--layers 5 --set embedding_length=256 --set attention.head_count=8 --set attention.q_lora_rank=256 "
+                 "--set attention.output_lora_rank=128 --set attention.key_length=128 --set attention.value_length=128 "
+                 "--set expert_count=16 --set expert_feed_forward_length=256 --set attention.indexer.head_count=8");
+  ASSERT_TRUE(f);
+  const GgufValue* ratios = f->find("deepseek4.attention.compress_ratios");
+  ASSERT_NE(ratios, nullptr);
+  EXPECT_EQ(ratios->arr_int, (std::vector<int64_t>{0, 0, 4, 128, 4}));
+  EXPECT_EQ(f->find("deepseek4.swiglu_clamp_exp")->array_size(), 5u);
+  EXPECT_EQ(key_int(*f, "deepseek4.embedding_length_out"), 1024);
+  const GgufTensorInfo* ids = f->tensor("blk.2.ffn_gate_tid2eid.weight");
+  ASSERT_NE(ids, nullptr);
+  EXPECT_EQ(ids->type, GgmlType::I32);
+  const auto* p = reinterpret_cast<const int32_t*>(ids->data);
+  for (int64_t i = 0; i < ids->n_elements(); ++i) ASSERT_TRUE(p[i] >= 0 && p[i] < 16) << i;
+  EXPECT_EQ(f->tensor("blk.3.exp_probs_b.bias")->type, GgmlType::F32);
+  EXPECT_NE(f->tensor("blk.2.indexer.attn_q_b.weight"), nullptr);
+  EXPECT_EQ(f->tensor("blk.3.indexer.attn_q_b.weight"), nullptr);  // ratio 128: no indexer
+  EXPECT_EQ(f->tensor("blk.3.attn_compressor_ape.weight")->ne[1], 128);
+  auto m = Model::load(f->path());
+  ASSERT_TRUE(m.is_ok()) << m.message();
+  EXPECT_EQ((*m)->hp().n_layer, 5);
+  EXPECT_EQ((*m)->hp().n_hash_layer, 3);
+
+  // An F32 file quantizes to MXFP4_MOE (experts MXFP4, the I32 hash tables copied) and loads.
+  auto f32 = synth("v4-flash", "F32",
+                   "--layers 4 --set embedding_length=256 --set attention.head_count=8 --set attention.q_lora_rank=256 "
+                   "--set attention.output_lora_rank=128 --set attention.key_length=128 "
+                   "--set attention.value_length=128 --set expert_count=16 --set expert_feed_forward_length=256 "
+                   "--set attention.indexer.head_count=8");
+  ASSERT_TRUE(f32);
+  const std::string q = path("v4q.gguf");
+  ASSERT_EQ(run(cli() + " quantize " + f32->path() + " " + q + " MXFP4_MOE"), 0);
+  auto fq = open(q);
+  ASSERT_TRUE(fq);
+  EXPECT_EQ(type_of(*fq, "blk.1.ffn_up_exps.weight"), GgmlType::MXFP4);
+  const GgufTensorInfo* qi = fq->tensor("blk.1.ffn_gate_tid2eid.weight");
+  ASSERT_NE(qi, nullptr);
+  EXPECT_EQ(qi->type, GgmlType::I32);
+  EXPECT_EQ(std::memcmp(qi->data, f32->tensor("blk.1.ffn_gate_tid2eid.weight")->data, qi->nbytes), 0);
+  auto mq = Model::load(q);
+  EXPECT_TRUE(mq.is_ok()) << mq.message();
 }
 
 TEST_F(ToolsTest, SynthOverridesLayersVocabAndSeed) {
