@@ -290,7 +290,10 @@ Gemv4Fn gemv_pass(GgmlType t) {
     case GgmlType::Q4_K: return gemv4_k4<BlockQ4_K, false>;
     case GgmlType::Q5_K: return gemv4_k4<BlockQ5_K, true>;
     case GgmlType::Q6_K: return gemv4_q6k;
-    default: return gemv4_fn_32(t);
+    default: {
+      const Gemv4Fn f = gemv4_fn_32(t);
+      return f ? f : gemv4_fn_iq(t);
+    }
   }
 }
 

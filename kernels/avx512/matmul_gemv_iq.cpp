@@ -1,0 +1,383 @@
+// AVX-512 decode GEMV for the i-quants and MXFP4: one activation row against 4 weight rows
+// per pass (rows rstep apart, one per stream: matmul_gemv.cpp). The activation block is
+// loaded and rearranged once for the 4 rows.
+//
+// Products: VNNI dpbusd wants unsigned weights. IQ4_XS/IQ4_NL/MXFP4 look their 4-bit codes
+// up in the value table plus an offset (vpshufb), so the weights are u8, and the offset
+// times the activation's lane sums (computed once per block for the 4 rows) is taken back;
+// the grid types multiply their unsigned grid bytes with the activation signed by masks
+// (masked subtract from zero), IQ1_S's signed grid through |w| and the sign of w.
+//
+// [IQUANT_ORDER] (kernels/simd/iquant_blocks.inc): Q8_K types reduce each 256-block to
+// the reference's 8 int32 lanes (lane k = elements 4k..4k+3 of every 32, times the
+// sub-block scale) and step their 8-lane float chains as the tile loop does; the 32-block
+// types step one fma chain per row over the blocks in order. Results are bit-identical to
+// kernels/ref and to the tile loop; tests/kernels/isa_vs_ref_test.cpp DecodeGemvBitExact.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/avx512/dot_blocks.h"
+#include "kernels/avx512/gemv_common.h"
+#include "kernels/avx512/kernels_avx512.h"
+
+namespace ds::avx512 {
+namespace {
+
+using namespace gemv;
+
+// 16 bytes, each table value plus 128 (u8), repeated in the 4 lanes of a zmm.
+inline __m512i offset_table(const int8_t* values) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values));
+  return _mm512_broadcast_i32x4(_mm_xor_si128(v, _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
+// An 8-lane int32 result from the 16-lane partials of the low (lo) and high (hi) nibble
+// halves of 4 sub-blocks: lane j = sum over the 4 chunks of lo's dword j, lane 4 + j of hi's.
+inline __m256i lanes8(__m512i lo, __m512i hi) {
+  const __m512i t = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0x44), _mm512_shuffle_i64x2(lo, hi, 0xEE));
+  const __m512i u = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, 0xB1));
+  return _mm512_castsi512_si256(_mm512_shuffle_i64x2(u, u, 0x08));
+}
+
+// IQ4_XS. A row's qs[64h..64h+63] is sub-blocks 4h..4h+3, 16 bytes each: 128-bit chunk c
+// holds elements 0..15 (low nibbles) and 16..31 (high nibbles) of sub-block 4h + c. The
+// activation is rearranged into the same order once per block (al: elements 0..15 of each
+// sub-block, ah: 16..31).
+void gemv4_iq4xs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const __m512i tab = offset_table(kIq4nlValues), m4 = _mm512_set1_epi8(0x0F);
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i idx_sc[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                             _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    __m512i al[2], ah[2], cl[2], ch[2];  // c*: -128 * lane sums, the dpbusd start
+    for (int h = 0; h < 2; ++h) {
+      const __m512i x0 = _mm512_loadu_si512(ab.qs + 128 * h), x1 = _mm512_loadu_si512(ab.qs + 128 * h + 64);
+      al[h] = _mm512_shuffle_i64x2(x0, x1, 0x88);
+      ah[h] = _mm512_shuffle_i64x2(x0, x1, 0xDD);
+      cl[h] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, al[h]));
+      ch[h] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, ah[h]));
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(w0 + r * ws)[ib];
+      uint32_t sl;
+      std::memcpy(&sl, b.scales_l, 4);
+      // byte ib: low nibble from scales_l, bits 4-5 from scales_h
+      const uint64_t sc8 = _pdep_u64(sl, 0x0F0F0F0F0F0F0F0Full) | _pdep_u64(b.scales_h, 0x0303030303030303ull) << 4;
+      const __m512i sc32 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))),
+                                            _mm512_set1_epi32(32));
+      __m512i sl_sum = _mm512_setzero_si512(), sh_sum = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
+        const __m512i ul = _mm512_shuffle_epi8(tab, _mm512_and_si512(q, m4));
+        const __m512i uh = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+        const __m512i sc = _mm512_permutexvar_epi32(idx_sc[h], sc32);
+        sl_sum = _mm512_add_epi32(sl_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(cl[h], ul, al[h]), sc));
+        sh_sum = _mm512_add_epi32(sh_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(ch[h], uh, ah[h]), sc));
+      }
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes8(sl_sum, sh_sum)), acc[r]);
+    }
+  }
+  const __m128 res = _mm_setr_ps(hsum256(acc[0]), hsum256(acc[1]), hsum256(acc[2]), hsum256(acc[3]));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
+// The 8-lane int32 result of a register pair's sum: lanes 0..7 are one sub-block's, 8..15
+// the next one's, both belonging to the same 8 lanes.
+inline __m256i fold16(__m512i s) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+}
+// Register p of a block's 4 (sub-blocks 2p, 2p+1): the int32 scale of sub-block 2p in
+// lanes 0..7, of 2p + 1 in lanes 8..15, from the 8 sub-block scales in dwords 0..7.
+inline __m512i scale_pair(__m512i sc8, int p) {
+  const __m512i idx = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * p), _mm512_set1_epi32(2 * p + 1));
+  return _mm512_permutexvar_epi32(idx, sc8);
+}
+
+// The 32 sign bytes of an IQ2_XXS/IQ3_XXS block (byte 4 ib + l: group l of sub-block ib,
+// bit j = element 8l + j negative) from the 8 words w holding four 7-bit codes each
+// (bits 7l..7l+6): ksigns_iq2xs computed, not looked up: the code plus its parity in bit 7.
+inline __m256i ksigns_bytes(__m256i w) {
+  const __m256i c = _mm256_or_si256(
+      _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x7F)), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7F00))),
+      _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x7F0000)),
+                      _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_set1_epi32(0x7F000000))));
+  __m256i x = _mm256_xor_si256(c, _mm256_srli_epi32(c, 4));  // per byte: bit 0 ends as the parity
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 2));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 1));
+  return _mm256_or_si256(c, _mm256_slli_epi32(_mm256_and_si256(x, _mm256_set1_epi8(1)), 7));
+}
+
+// The Q8_K block as 4 registers of 64 (sub-blocks 2p, 2p + 1).
+struct ActQ8K {
+  __m512i x[4];
+  void load(const BlockQ8_K& a) {
+    for (int p = 0; p < 4; ++p) x[p] = _mm512_loadu_si512(a.qs + 64 * p);
+  }
+};
+
+// Grid entries as 16-bit codes of 2-bit levels (coordinate j in bits 2j..2j+1), expanded
+// to bytes in registers: a word permute repeats code g in the 4 words of qword g, a shift
+// by 0/4/8/12 per word and a mask leave one nibble (two coordinates) per word, and a word
+// permute through the 16 nibble values gives the two bytes (level[n & 3], level[n >> 2]).
+struct LevelPairs {
+  __m512i pairs;
+  explicit LevelPairs(const uint8_t* level) {
+    alignas(64) uint16_t pw[32] = {};
+    for (int n = 0; n < 16; ++n) pw[n] = static_cast<uint16_t>(level[n & 3] | level[n >> 2] << 8);
+    pairs = _mm512_load_si512(pw);
+  }
+  // The bytes of entries 8p..8p+7 of 32 codes (words).
+  __m512i bytes(__m512i codes, int p) const {
+    const __m512i group = _mm512_setr_epi32(0, 0, 0x00010001, 0x00010001, 0x00020002, 0x00020002, 0x00030003, 0x00030003,
+                                            0x00040004, 0x00040004, 0x00050005, 0x00050005, 0x00060006, 0x00060006,
+                                            0x00070007, 0x00070007);  // word 4g + w: g
+    const __m512i rep = _mm512_permutexvar_epi16(_mm512_add_epi16(group, _mm512_set1_epi16(static_cast<short>(8 * p))), codes);
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(rep, _mm512_set4_epi32(0x000C0008, 0x00040000, 0x000C0008, 0x00040000)),
+                                         _mm512_set1_epi16(0x0F));
+    return _mm512_permutexvar_epi16(nib, pairs);
+  }
+};
+
+// The code of an 8-byte grid entry whose bytes take the values level[0..2].
+inline uint16_t level_code(uint64_t entry, const uint8_t* level) {
+  int code = 0;
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t v = static_cast<uint8_t>(entry >> (8 * j));
+    code |= (v == level[0] ? 0 : v == level[1] ? 1 : 2) << (2 * j);
+  }
+  return static_cast<uint16_t>(code);
+}
+
+// IQ2_XXS's 256 entries (bytes 8, 25, 43) as codes in 8 registers: 32 indices (words)
+// cost 4 two-table word permutes of 64 entries and 3 blends instead of 32 loads.
+struct Iq2xxsGrid {
+  static constexpr uint8_t kLevel[4] = {8, 25, 43, 0};
+  __m512i t[8];  // codes of entries 32i..32i+31
+  LevelPairs expand{kLevel};
+  Iq2xxsGrid() {
+    alignas(64) uint16_t c[256];
+    for (int e = 0; e < 256; ++e) c[e] = level_code(kIq2xxsGrid[e], kLevel);
+    for (int i = 0; i < 8; ++i) t[i] = _mm512_load_si512(c + 32 * i);
+  }
+  __m512i lookup(__m512i idx) const {
+    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)), b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
+    const __m512i lo = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(t[0], idx, t[1]), _mm512_permutex2var_epi16(t[2], idx, t[3]));
+    const __m512i hi = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(t[4], idx, t[5]), _mm512_permutex2var_epi16(t[6], idx, t[7]));
+    return _mm512_mask_blend_epi16(b7, lo, hi);
+  }
+};
+
+// IQ2_XXS: per sub-block a record of 4 index bytes (word A) and a word B of 4 sign codes
+// and the scale. The activation is signed by the sign bits as a 64-bit mask.
+void gemv4_iq2xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  static const Iq2xxsGrid grid;
+  const __m512i idx_a = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i idx_b = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ2_XXS& b = reinterpret_cast<const BlockIQ2_XXS*>(w0 + r * ws)[ib];
+      const __m512i q = _mm512_loadu_si512(b.qs);
+      const __m256i ia = _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx_a, q));  // 32 index bytes
+      const __m256i wb = _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx_b, q));
+      const __m512i codes = grid.lookup(_mm512_cvtepu8_epi16(ia));
+      alignas(32) uint64_t sg[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sg), ksigns_bytes(wb));
+      const __m512i sc8 = _mm512_castsi256_si512(
+          _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(wb, 28), 1), _mm256_set1_epi32(1)));
+      __m512i s = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) {
+        const __m512i g = grid.expand.bytes(codes, p);
+        const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
+        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
+      }
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+    }
+  }
+  const __m128 res = _mm_setr_ps(0.125f * hsum256(acc[0]), 0.125f * hsum256(acc[1]), 0.125f * hsum256(acc[2]),
+                                 0.125f * hsum256(acc[3]));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
+// IQ1_S: 11-bit indices (qs byte + 3 bits of qh per group) into the signed grid, gathered
+// 8 entries at a time (a 16-dword gather of the entries as 2-bit level codes, expanded in
+// registers as for IQ2_XXS, measured slower: 19 vs 16 ns per block and row); the grid
+// plus one (0, 1, 2) is unsigned, and the activation's lane sums
+// (once per block for the 4 rows) take the one back. The delta term: per sub-block
+// +-(2s + 1) times its two bsums.
+void gemv4_iq1s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const auto* grid = reinterpret_cast<const long long*>(kIq1sGrid);
+  const __m512i one = _mm512_set1_epi8(1);
+  // group g = 4 ib + l of 16 (half h): qh word ib in dword g, shifted right by 3 l - 8
+  const __m512i idx_h[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                            _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
+  const __m512i shl = _mm512_setr_epi32(8, 5, 2, 0, 8, 5, 2, 0, 8, 5, 2, 0, 8, 5, 2, 0);
+  const __m512i shr = _mm512_setr_epi32(0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1);
+  float acc1[kRows] = {};
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    __m512i neg_sums[4];  // minus the 4-element lane sums: the start of each product
+    for (int p = 0; p < 4; ++p)
+      neg_sums[p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, av.x[p]));
+    // bsums of each sub-block (pairs of 16) as 8 int32
+    const __m256i bs32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), _mm256_set1_epi16(1));
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ1_S& b = reinterpret_cast<const BlockIQ1_S*>(w0 + r * ws)[ib];
+      const __m256i qh = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)));
+      const __m512i qh16 = _mm512_castsi256_si512(qh);
+      const __m512i sc8 = _mm512_castsi256_si512(
+          _mm256_add_epi32(_mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)), 1),
+                           _mm256_set1_epi32(1)));
+      __m512i s = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h)));
+        const __m512i hw = _mm512_permutexvar_epi32(idx_h[h], qh16);
+        const __m512i gi = _mm512_or_si512(
+            lo, _mm512_and_si512(_mm512_srlv_epi32(_mm512_sllv_epi32(hw, shl), shr), _mm512_set1_epi32(0x700)));
+        for (int k = 0; k < 2; ++k) {
+          const int p = 2 * h + k;
+          const __m256i gik = k == 0 ? _mm512_castsi512_si256(gi) : _mm512_extracti64x4_epi64(gi, 1);
+          const __m512i g = _mm512_add_epi8(_mm512_i32gather_epi64(gik, grid, 8), one);
+          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(neg_sums[p], g, av.x[p]), scale_pair(sc8, p)));
+        }
+      }
+      // delta: (2s + 1) * (-1 if bit 15) * bsums pair
+      const __m256i dsc = _mm256_mask_sub_epi32(_mm512_castsi512_si256(sc8), _mm256_movepi32_mask(_mm256_slli_epi32(qh, 16)),
+                                                _mm256_setzero_si256(), _mm512_castsi512_si256(sc8));
+      const int sum1 = hsum_epi32(_mm256_mullo_epi32(dsc, bs32));
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+      acc1[r] = std::fma(d, static_cast<float>(sum1), acc1[r]);
+    }
+  }
+  __m128 res;
+  alignas(16) float o[kRows];
+  for (int r = 0; r < kRows; ++r) o[r] = hsum256(acc[r]) + kIq1Delta * acc1[r];
+  res = _mm_load_ps(o);
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
+// IQ4_NL (18 bytes: d, qs[16]) and MXFP4 (17 bytes: e, qs[16]) against Q8_0: 4 blocks per
+// step, one 128-bit chunk per block (low nibbles = elements 0..15, high = 16..31, the Q8_0
+// activation split the same way), as matmul_gemv32.cpp does for Q4_0. Values plus 128
+// through vpshufb, minus 128 times the activation block sums; one transposing tree gives
+// chunk b = [row 0..3 of block b], and each row's fma chain takes the blocks in order.
+template <bool kMx>
+void gemv4_nl32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  using WB = std::conditional_t<kMx, BlockMxfp4, BlockIQ4_NL>;
+  constexpr int kHead = kMx ? 1 : 2;  // bytes before qs
+  using Dot = std::conditional_t<kMx, DotMXFP4, DotIQ4_NL>;
+  const uint8_t* act = static_cast<const uint8_t*>(m.act) + t * m.act_row_stride;
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const int64_t nb = m.n_in / 32, n_steps = nb / 4;
+  const __m512i tab = offset_table(kMx ? kMxfp4Values : kIq4nlValues), m4 = _mm512_set1_epi8(0x0F);
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  // bytes / words r * 4 + b -> lane 4 b + r
+  const __m128i tr8 = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m128i tr16a = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t is = 0; is < n_steps; ++is) {
+    const uint8_t* ab = act + is * 4 * sizeof(BlockQ8_0);
+    const __m512i alo = load4x16(ab + 2, sizeof(BlockQ8_0)), ahi = load4x16(ab + 18, sizeof(BlockQ8_0));
+    const __m512i corr = chunk_sums(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, alo), k128, ahi));
+    const __m128 da = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(iq_load16(ab)), static_cast<short>(iq_load16(ab + 34)),
+                                                  static_cast<short>(iq_load16(ab + 68)), static_cast<short>(iq_load16(ab + 102)),
+                                                  0, 0, 0, 0));
+    const uint8_t* wb = w0 + is * 4 * sizeof(WB);
+    __m512i z[kRows];
+    alignas(16) uint32_t head[kRows * 2];  // MXFP4: e of 4 blocks per row; IQ4_NL: d of 4 blocks per row (2 words)
+    for (int r = 0; r < kRows; ++r) {
+      const uint8_t* p = wb + r * ws;
+      const __m512i q = load4x16(p + kHead, sizeof(WB));
+      const __m512i ul = _mm512_shuffle_epi8(tab, _mm512_and_si512(q, m4));
+      const __m512i uh = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+      z[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ul, alo), uh, ahi);
+      if constexpr (kMx) {
+        head[r] = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[17]) << 8 | static_cast<uint32_t>(p[34]) << 16 |
+                  static_cast<uint32_t>(p[51]) << 24;
+      } else {
+        head[2 * r] = static_cast<uint32_t>(iq_load16(p)) | static_cast<uint32_t>(iq_load16(p + 18)) << 16;
+        head[2 * r + 1] = static_cast<uint32_t>(iq_load16(p + 36)) | static_cast<uint32_t>(iq_load16(p + 54)) << 16;
+      }
+    }
+    const __m512i sumi = _mm512_sub_epi32(transpose_add4(z), corr);
+    __m512 dw;  // lane 4 b + r: row r's scale of block b
+    if constexpr (kMx) {
+      const __m512i e = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(head)), tr8));
+      const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+      const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+      dw = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
+    } else {
+      // words r * 4 + b -> b * 4 + r: within each 128-bit half, then across
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(head));  // rows 0,1 | rows 2,3
+      const __m256i x = _mm256_shuffle_epi8(h, _mm256_broadcastsi128_si256(tr16a));  // per half: b0r0 b0r1 b1r0 b1r1 ...
+      const __m256i y = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      dw = _mm512_cvtph_ps(y);
+    }
+    const __m512 dd = _mm512_mul_ps(dw, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                               _mm512_castps128_ps512(da)));
+    const __m512 v = _mm512_cvtepi32_ps(sumi);
+    acc = _mm_fmadd_ps(_mm512_castps512_ps128(v), _mm512_castps512_ps128(dd), acc);
+    acc = _mm_fmadd_ps(_mm512_extractf32x4_ps(v, 1), _mm512_extractf32x4_ps(dd, 1), acc);
+    acc = _mm_fmadd_ps(_mm512_extractf32x4_ps(v, 2), _mm512_extractf32x4_ps(dd, 2), acc);
+    acc = _mm_fmadd_ps(_mm512_extractf32x4_ps(v, 3), _mm512_extractf32x4_ps(dd, 3), acc);
+  }
+  alignas(16) float out[kRows];
+  _mm_store_ps(out, acc);
+  if (n_steps * 4 < nb) {  // the last blocks, one at a time (the tile loop's step)
+    const auto* a = reinterpret_cast<const BlockQ8_0*>(act);
+    for (int r = 0; r < kRows; ++r) {
+      const auto* b = reinterpret_cast<const WB*>(w0 + r * ws);
+      typename Dot::Acc sum{out[r]};
+      for (int64_t ib = n_steps * 4; ib < nb; ++ib) {
+        typename Dot::Unpacked u;
+        Dot::unpack(b[ib], u);
+        Dot::accumulate(u, a[ib], sum);
+      }
+      out[r] = sum.sum;
+    }
+  }
+  store_rows4(m.out + t * m.out_stride + r0, rstep, _mm_load_ps(out));
+}
+
+}  // namespace
+
+Gemv4Fn gemv4_fn_iq(GgmlType t) {
+  switch (t) {
+    case GgmlType::IQ4_XS: return gemv4_iq4xs;
+    case GgmlType::IQ2_XXS: return gemv4_iq2xxs;
+    case GgmlType::IQ1_S: return gemv4_iq1s;
+    case GgmlType::IQ4_NL: return gemv4_nl32<false>;
+    case GgmlType::MXFP4: return gemv4_nl32<true>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace ds::avx512
