@@ -25,14 +25,6 @@ int hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// roundf(): round half away from zero (x - trunc(x) is exact for |x| < 2^23).
-__m256 round_half_away(__m256 p) {
-  const __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 up = _mm256_cmp_ps(abs_ps(_mm256_sub_ps(p, t)), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m256 one = _mm256_or_ps(_mm256_and_ps(p, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
-  return _mm256_add_ps(t, _mm256_and_ps(up, one));
-}
-
 // Four vectors of 8 int32 (each in [-128, 127]) -> 32 int8 in element order.
 __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
@@ -47,12 +39,15 @@ int quantize_block32(const float* x, half_t* d_out, int8_t* qs, float* d_f32) {
     v[i] = _mm256_loadu_ps(x + 8 * i);
     amax = _mm256_max_ps(amax, abs_ps(v[i]));
   }
-  const float d = hmax(amax) / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  // [Q8_0_X86]: id = 127 / amax, round half to even.
+  const float a = hmax(amax);
+  const float d = a / 127.0f;
+  const float id = a != 0.0f ? 127.0f / a : 0.0f;
   *d_out = f32_to_fp16(d);
   *d_f32 = d;
   __m256i q[4];
-  for (int i = 0; i < 4; ++i) q[i] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[i], _mm256_set1_ps(id))));
+  for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(
+      _mm256_round_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack32(q[0], q[1], q[2], q[3]));
   return hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
 }

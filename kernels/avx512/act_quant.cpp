@@ -1,6 +1,6 @@
 // AVX-512 activation quantization, bit-exact to kernels/ref/act_quant.cpp (SPEC.md):
-// the same float operations per element (x * (1/d) for Q8_0/Q8_1 with round half away
-// from zero; iscale * x with round half to even for Q8_K), only vectorized. Maxima and
+// the same float operations per element (x * (127/amax) for Q8_0/Q8_1 [Q8_0_X86], iscale * x
+// for Q8_K, both rounded half to even), only vectorized. Maxima and
 // integer sums are order-independent, so they can be reduced in any order.
 // F16 uses the hardware conversion (round to nearest even, like fp16.h); BF16 rounds with
 // integer arithmetic because the hardware conversion flushes denormals.
@@ -14,25 +14,16 @@
 namespace ds::avx512 {
 namespace {
 
-// roundf(): round half away from zero (x - trunc(x) is exact for |x| < 2^23).
-__m512 round_half_away(__m512 p) {
-  const __m512 t = _mm512_roundscale_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(p, t));
-  const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m512 one = _mm512_or_ps(_mm512_and_ps(p, _mm512_set1_ps(-0.0f)), _mm512_set1_ps(1.0f));
-  return _mm512_mask_add_ps(t, up, t, one);
-}
-
 // One 32-block: returns the quants' sum and the unrounded d; stores fp16(d) and the quants.
 int quantize_block32(const float* x, half_t* d_out, int8_t* qs, float* d_f32) {
   const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
   const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
   *d_out = f32_to_fp16(d);
   *d_f32 = d;
-  const __m512i q0 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v0, _mm512_set1_ps(id))));
-  const __m512i q1 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v1, _mm512_set1_ps(id))));
+  const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+  const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(q0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q1));
   return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));

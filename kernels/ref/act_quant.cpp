@@ -6,29 +6,36 @@
 
 namespace ds::ref {
 
-// Q8_0/Q8_1 share the scale rule: d = max|x| / 127 over one 32-block.
-static float q8_block_scale(const float* x) {
+// Q8_0/Q8_1 share the rule of the reference's x86 build [Q8_0_X86] (SPEC.md "Details that
+// decide bit-level agreement"): amax = max|x| over one 32-block; d = amax / 127 (stored as
+// a half); q = round-half-to-even(x * (127 / amax)), a float32 division, 0 when amax = 0.
+// (The reference's portable C routine multiplies by 1 / d and rounds half away from zero,
+// which differs in about 2 values per million; the reference logits come from x86.)
+static float q8_block_amax(const float* x) {
   float amax = 0.0f;
   for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-  return amax / 127.0f;
+  return amax;
 }
+
+static int q8_round(float x, float id) { return static_cast<int>(std::nearbyintf(x * id)); }  // half to even
 
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   for (int64_t ib = 0; ib < n / kQK8_0; ++ib, x += kQK8_0) {
-    const float d = q8_block_scale(x);
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[ib].d = f32_to_fp16(d);
-    for (int j = 0; j < kQK8_0; ++j) y[ib].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+    const float amax = q8_block_amax(x);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[ib].d = f32_to_fp16(amax / 127.0f);
+    for (int j = 0; j < kQK8_0; ++j) y[ib].qs[j] = static_cast<int8_t>(q8_round(x[j], id));
   }
 }
 
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
   for (int64_t ib = 0; ib < n / kQK8_1; ++ib, x += kQK8_1) {
-    const float d = q8_block_scale(x);
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float amax = q8_block_amax(x);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQK8_1; ++j) {
-      const int q = static_cast<int>(std::roundf(x[j] * id));
+      const int q = q8_round(x[j], id);
       y[ib].qs[j] = static_cast<int8_t>(q);
       sum += q;
     }

@@ -7,7 +7,8 @@
 
 namespace ds::ref {
 
-// Q8_0: per 32: d = amax/127 (float32); q = round-half-away(x * (1/d)); stored d = fp16(d).
+// Q8_0: per 32: d = amax/127 (float32), stored as fp16(d); q = round-half-even(x * (127/amax))
+// (the reference's x86 rule [Q8_0_X86]).
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 // Q8_1: as Q8_0 plus s = d * sum(q) (both stored as fp16).
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);

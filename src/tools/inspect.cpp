@@ -14,23 +14,30 @@
 namespace ds::cli {
 namespace {
 
-// general.file_type values (llama_ftype) for the types users meet.
+// general.file_type values (llama_ftype) for the types users meet. A file type names the
+// preset's mixture; the per-tensor types are what the loader reads.
 const char* file_type_name(int64_t ft) {
   static const std::map<int64_t, const char*> names = {
       {0, "F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
       {10, "Q2_K"}, {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"},
-      {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"}, {32, "BF16"}};
+      {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"}, {19, "IQ2_XXS"}, {20, "IQ2_XS"}, {21, "Q2_K_S"},
+      {22, "IQ3_XS"}, {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"}, {27, "IQ3_M"},
+      {28, "IQ2_S"}, {29, "IQ2_M"}, {30, "IQ4_XS"}, {31, "IQ1_M"}, {32, "BF16"}, {38, "MXFP4_MOE"}};
   auto it = names.find(ft);
   return it == names.end() ? "unknown" : it->second;
 }
 
 void print_usage() {
   std::printf(
-      "usage: ds-cli inspect FILE [--metadata] [--no-tensors]\n"
+      "usage: ds-cli inspect FILE [--metadata] [--no-tensors] [--check]\n"
       "  Prints the architecture, hyper-parameters, tokenizer summary, tensor table (name, type,\n"
       "  shape, bytes), file type, size and shards of a GGUF model (first shard of a split model).\n"
       "  --metadata    print every metadata key (arrays summarized)\n"
-      "  --no-tensors  omit the tensor table\n");
+      "  --no-tensors  omit the tensor table\n"
+      "  --check       also validate every tensor's blocks (finite scales, no MXFP4 exponent 255);\n"
+      "                reads all tensor data\n"
+      "supported tensor types: %s\n",
+      ggml_supported_type_names().c_str());
 }
 
 void print_tokenizer(const GgufFile& f) {
@@ -53,18 +60,19 @@ void print_tokenizer(const GgufFile& f) {
 
 int cmd_inspect(const std::vector<std::string>& args) {
   std::string path;
-  bool all_meta = false, tensors = true;
+  bool all_meta = false, tensors = true, check = false;
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") { print_usage(); return 0; }
     if (a == "--metadata") all_meta = true;
     else if (a == "--no-tensors") tensors = false;
+    else if (a == "--check") check = true;
     else if (!a.empty() && a[0] == '-') { std::fprintf(stderr, "inspect: unknown option %s\n", a.c_str()); return 2; }
     else if (path.empty()) path = a;
     else { std::fprintf(stderr, "inspect: more than one file given\n"); return 2; }
   }
   if (path.empty()) { print_usage(); return 2; }
 
-  auto opened = GgufFile::open(path);
+  auto opened = GgufFile::open(path, {.check_data = check});
   if (!opened) {
     std::fprintf(stderr, "error: %s\n", opened.message().c_str());
     return 1;
@@ -109,12 +117,13 @@ int cmd_inspect(const std::vector<std::string>& args) {
   for (const auto& [name, e] : by_type) std::printf(" %s x%zu (%s)", name.c_str(), e.first, human_bytes(static_cast<double>(e.second)).c_str());
   std::printf("\n");
   if (tensors) {
-    std::printf("tensors:\n  %-40s %-5s %-24s %12s %s\n", "name", "type", "shape", "bytes", "shard");
+    std::printf("tensors:\n  %-40s %-7s %-24s %12s %s\n", "name", "type", "shape", "bytes", "shard");
     for (const auto& t : f.tensors()) {
-      std::printf("  %-40s %-5s %-24s %12zu %d\n", t.name.c_str(), ggml_type_name(t.type), t.shape_string().c_str(),
+      std::printf("  %-40s %-7s %-24s %12zu %d\n", t.name.c_str(), ggml_type_name(t.type), t.shape_string().c_str(),
                   t.nbytes, t.shard + 1);
     }
   }
+  if (check) std::printf("check: every tensor's blocks are valid\n");
   return 0;
 }
 

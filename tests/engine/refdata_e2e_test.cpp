@@ -43,6 +43,7 @@ std::vector<Case> f32_cases() {
 std::vector<Case> kv_type_cases() {
   std::vector<Case> out;
   for (const RefModel& m : ref_models()) {
+    if (!m.kv_types) continue;
     for (const KernelTable* kt : available_kernels())
       for (GgmlType t : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
         for (int chunk : {0, 7}) out.push_back({m, kt, chunk, t});

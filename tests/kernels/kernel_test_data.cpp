@@ -1,5 +1,6 @@
 #include "kernel_test_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -22,8 +23,38 @@ std::pair<int, int> half_fields(GgmlType t) {
     case GgmlType::Q3_K: return {108, -1};
     case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
     case GgmlType::Q6_K: return {208, -1};
-    default: return {-1, -1};
+    case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ2_S: case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S: case GgmlType::IQ1_S: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: return {0, -1};
+    default: return {-1, -1};  // IQ1_M and MXFP4: see set_scale
   }
+}
+
+// Byte offset of IQ1_M's scale words: the block's half is their four top nibbles.
+constexpr int kIq1mScales = 48;
+
+// Sets a block's scale: the half fields of half_fields(t); IQ1_M's scattered half; for
+// MXFP4 the exponent byte (the scale 2^(e-128) nearest |v|).
+void set_scale(GgmlType t, uint8_t* blk, float v) {
+  if (t == GgmlType::MXFP4) {
+    const int e = 128 + static_cast<int>(std::lround(std::log2(std::max(std::fabs(v), 1e-30f))));
+    blk[0] = static_cast<uint8_t>(std::clamp(e, 0, 254));
+  } else if (t == GgmlType::IQ1_M) {
+    const uint16_t h = f32_to_fp16(v);
+    for (int k = 0; k < 4; ++k) {
+      uint8_t& hi = blk[kIq1mScales + 2 * k + 1];
+      hi = static_cast<uint8_t>((hi & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+    }
+  } else {
+    put_half(blk + half_fields(t).first, v);
+  }
+}
+
+// True for the bytes of a block that hold a scale (kept by fill_quants).
+bool is_scale_byte(GgmlType t, int o) {
+  if (t == GgmlType::MXFP4) return o == 0;
+  if (t == GgmlType::IQ1_M) return false;  // the half shares bytes with sub-scales: fill_quants keeps its nibbles
+  const auto [d_off, m_off] = half_fields(t);
+  return o == d_off || o == d_off + 1 || (m_off >= 0 && (o == m_off || o == m_off + 1));
 }
 
 }  // namespace
@@ -62,22 +93,40 @@ std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n, in
   std::uniform_int_distribution<int> byte(0, 255);
   for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
   const auto tr = ggml_type_traits(t);
-  const auto [d_off, m_off] = half_fields(t);
+  const int m_off = half_fields(t).second;
   std::uniform_real_distribution<float> scale(0.002f, 0.02f), sign(-1.0f, 1.0f);
   for (size_t ib = 0; ib < out.size() / static_cast<size_t>(tr.type_size); ++ib) {
     uint8_t* blk = out.data() + ib * static_cast<size_t>(tr.type_size);
-    put_half(blk + d_off, scale(rng) * (sign(rng) < 0 && tr.block_size == 32 ? -1.0f : 1.0f));
+    set_scale(t, blk, scale(rng) * (sign(rng) < 0 && tr.block_size == 32 ? -1.0f : 1.0f));
     if (m_off >= 0) put_half(blk + m_off, scale(rng) * (tr.block_size == 32 ? sign(rng) * 8.0f : 1.0f));
   }
   return out;
 }
 
 void fill_quants(GgmlType t, std::vector<uint8_t>& w, uint8_t fill) {
-  const auto [d_off, m_off] = half_fields(t);
   const size_t size = static_cast<size_t>(ggml_type_traits(t).type_size);
   for (size_t i = 0; i < w.size(); ++i) {
     const int o = static_cast<int>(i % size);
-    if (o != d_off && o != d_off + 1 && (m_off < 0 || (o != m_off && o != m_off + 1))) w[i] = fill;
+    if (t == GgmlType::IQ1_M && o >= kIq1mScales && (o - kIq1mScales) % 2 == 1) {
+      w[i] = static_cast<uint8_t>((w[i] & 0xF0) | (fill & 0x0F));  // keep the half's nibble
+    } else if (!is_scale_byte(t, o)) {
+      w[i] = fill;
+    }
+  }
+}
+
+void set_extreme_scales(std::mt19937& rng, GgmlType t, std::vector<uint8_t>& w) {
+  const size_t size = static_cast<size_t>(ggml_type_traits(t).type_size);
+  const float halves[] = {65504.0f, -65504.0f, 6.103515625e-05f, 5.9604645e-08f, 0.0f, 1.0f};
+  const uint8_t exps[] = {0, 1, 2, 127, 128, 254};
+  std::uniform_int_distribution<int> pick(0, 5);
+  for (size_t off = 0; off + size <= w.size(); off += size) {
+    uint8_t* blk = w.data() + off;
+    if (t == GgmlType::MXFP4) {
+      blk[0] = exps[pick(rng)];
+    } else {
+      set_scale(t, blk, halves[pick(rng)]);
+    }
   }
 }
 

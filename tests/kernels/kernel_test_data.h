@@ -14,8 +14,18 @@ inline const std::vector<GgmlType>& weight_types() {
   static const std::vector<GgmlType> types = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+      GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
   return types;
+}
+
+// The i-quant and MXFP4 types (ggml_type_is_iquant), in weight_types() order.
+inline std::vector<GgmlType> iquant_types() {
+  std::vector<GgmlType> out;
+  for (GgmlType t : weight_types())
+    if (ggml_type_is_iquant(t)) out.push_back(t);
+  return out;
 }
 
 // The kernel tables usable on this machine (always includes the reference; with AVX-512,
@@ -29,6 +39,11 @@ std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo = -1.0f,
 // n_rows rows of n elements of type t: random quant bits, scales chosen so that every
 // element is O(0.1). Rows are contiguous (stride ggml_row_size(t, n)).
 std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n, int64_t n_rows);
+
+// Sets the scale of every block of the quantized rows w (type t) to one drawn from the
+// format's extremes: for half scales +-65504, the smallest normal and subnormal halves and
+// 0; for MXFP4 the exponents 0, 1, 2, 127, 128 and 254.
+void set_extreme_scales(std::mt19937& rng, GgmlType t, std::vector<uint8_t>& w);
 
 // Sets every byte of the quantized rows w (type t, blocks back to back) that is not an
 // fp16 scale field to fill: the extreme quants (and K-quant scales) for overflow checks.

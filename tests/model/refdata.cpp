@@ -18,6 +18,8 @@ const std::vector<RefModel>& ref_models() {
       {.name = "tiny-dsv2-Q4_K_M", .moe = true},
       {.name = "tiny-dsv2-legacy-Q4_K_M", .moe = true, .legacy = true},
       {.name = "tiny-dsv3-Q4_K_M", .moe = true},
+      // tiny-dsv3 with all ten i-quant / MXFP4 types (refdata README, "i-quant and MXFP4 file").
+      {.name = "tiny-dsv3-IQ-MIX", .moe = true, .kv_types = false},
   };
   return models;
 }

@@ -15,7 +15,8 @@ std::string cli() { return test::cli_path(); }
 TEST(CliInspect, EverySharedFile) {
   for (const char* rel : {"refdata/tiny-llama-Q4_K_M.gguf", "refdata/tiny-qwen2-Q5_K_S.gguf",
                           "refdata/tiny-dsv2-Q4_K_M.gguf", "refdata/tiny-dsv2-legacy-Q4_K_M.gguf",
-                          "refdata/tiny-dsv3-Q4_K_M.gguf", "tokenizer/ggml-vocab-deepseek-coder.gguf",
+                          "refdata/tiny-dsv3-Q4_K_M.gguf", "refdata/tiny-dsv3-IQ-MIX.gguf",
+                          "tokenizer/ggml-vocab-deepseek-coder.gguf",
                           "tokenizer/ggml-vocab-deepseek-llm.gguf", "tokenizer/ggml-vocab-deepseek-v3.gguf",
                           "tokenizer/ggml-vocab-qwen2.gguf"}) {
     auto r = run(cli() + " inspect " + test::shared_path(rel));
@@ -29,6 +30,56 @@ TEST(CliInspect, EverySharedFile) {
   EXPECT_NE(r.out.find("architecture: deepseek2"), std::string::npos);
   EXPECT_NE(r.out.find("deepseek2.expert_gating_func"), std::string::npos);
   EXPECT_NE(r.out.find("file type: Q4_K_M"), std::string::npos);
+}
+
+// The i-quant mixture: every type listed, --check validates all blocks, --help names the
+// supported types.
+TEST(CliInspect, IQuantMixtureAndSupportedTypes) {
+  auto r = run(cli() + " inspect --check " + test::shared_path("refdata/tiny-dsv3-IQ-MIX.gguf"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* t : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_NL", "IQ4_XS", "MXFP4"}) {
+    EXPECT_NE(r.out.find(std::string(" ") + t + " x"), std::string::npos) << t << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("blk.3.ffn_down_exps.weight               MXFP4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("check: every tensor's blocks are valid"), std::string::npos) << r.out;
+  auto help = run(cli() + " inspect --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("supported tensor types: F32, F16, Q4_0"), std::string::npos) << help.out;
+  for (const char* t : {"IQ1_M", "IQ4_XS", "MXFP4", "BF16"}) EXPECT_NE(help.out.find(t), std::string::npos) << t;
+}
+
+// A tensor of a type this project does not read (ik_llama.cpp's IQ4_K, id 137) is an error
+// naming the type id and the tensor; a NaN scale fails --check naming the tensor.
+TEST(CliInspect, UnsupportedTypeAndBadBlocksNameTheTensor) {
+  const std::string dir = test::make_temp_dir("cli-inspect-types");
+  auto file = [&](uint32_t type, uint64_t ne0, std::vector<uint8_t> data) {
+    std::vector<uint8_t> b = {'G', 'G', 'U', 'F'};
+    auto put = [&](auto v) {
+      const auto* p = reinterpret_cast<const uint8_t*>(&v);
+      b.insert(b.end(), p, p + sizeof(v));
+    };
+    const std::string name = "blk.0.ffn_down_exps.weight";
+    put(uint32_t{3}), put(uint64_t{1}), put(uint64_t{0});
+    put(uint64_t{name.size()});
+    b.insert(b.end(), name.begin(), name.end());
+    put(uint32_t{1}), put(ne0), put(type), put(uint64_t{0});
+    while (b.size() % 32) b.push_back(0);
+    b.insert(b.end(), data.begin(), data.end());
+    const std::string path = dir + "/t" + std::to_string(type) + ".gguf";
+    test::write_file_bytes(path, b);
+    return path;
+  };
+  auto r = run(cli() + " inspect " + file(137, 256, std::vector<uint8_t>(256, 0)));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("tensor 'blk.0.ffn_down_exps.weight': unknown or unsupported tensor type 137"), std::string::npos)
+      << r.out;
+  std::vector<uint8_t> iq4(18, 0);
+  iq4[1] = 0x7E;  // d = NaN
+  const std::string bad = file(20, 32, iq4);
+  EXPECT_EQ(run(cli() + " inspect " + bad).exit_code, 0) << "without --check the data is not read";
+  r = run(cli() + " inspect --check " + bad);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("tensor 'blk.0.ffn_down_exps.weight' (IQ4_NL): block 0: d is"), std::string::npos) << r.out;
 }
 
 TEST(CliInspect, BrokenFilesFailCleanly) {
