@@ -108,10 +108,13 @@ inline __m512i scale_pair(__m512i sc8, int p) {
 // bit j = element 8l + j negative) from the 8 words w holding four 7-bit codes each
 // (bits 7l..7l+6): ksigns_iq2xs computed, not looked up: the code plus its parity in bit 7.
 inline __m256i ksigns_bytes(__m256i w) {
-  const __m256i c = _mm256_or_si256(
-      _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x7F)), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7F00))),
-      _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x7F0000)),
-                      _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_set1_epi32(0x7F000000))));
+  // bit selects (ternary logic 0xD8: mask ? b : a): bits 0-6 of w, 7-13 of w << 1, ...
+  const auto sel = [](__m256i a, __m256i b, int mask) {
+    return _mm256_ternarylogic_epi32(a, b, _mm256_set1_epi32(mask), 0xD8);
+  };
+  const __m256i c = _mm256_and_si256(
+      sel(sel(sel(_mm256_slli_epi32(w, 3), _mm256_slli_epi32(w, 2), 0x007FFFFF), _mm256_slli_epi32(w, 1), 0x00007FFF), w, 0x7F),
+      _mm256_set1_epi32(0x7F7F7F7F));
   __m256i x = _mm256_xor_si256(c, _mm256_srli_epi32(c, 4));  // per byte: bit 0 ends as the parity
   x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 2));
   x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 1));
@@ -128,13 +131,15 @@ struct ActQ8K {
 
 // Grid entries as 16-bit codes of 2-bit levels (coordinate j in bits 2j..2j+1), expanded
 // to bytes in registers: a word permute repeats code g in the 4 words of qword g, a shift
-// by 0/4/8/12 per word and a mask leave one nibble (two coordinates) per word, and a word
-// permute through the 16 nibble values gives the two bytes (level[n & 3], level[n >> 2]).
+// by 0/4/8/12 per word brings one nibble (two coordinates) to the bottom of each word, and a
+// word permute through the nibble values gives the two bytes (level[n & 3], level[n >> 2]).
 struct LevelPairs {
   __m512i pairs;
   explicit LevelPairs(const uint8_t* level) {
-    alignas(64) uint16_t pw[32] = {};
-    for (int n = 0; n < 16; ++n) pw[n] = static_cast<uint16_t>(level[n & 3] | level[n >> 2] << 8);
+    // 32 entries, n and n + 16 alike: the permute reads 5 index bits, so the shifted code
+    // needs no mask for its bit 4.
+    alignas(64) uint16_t pw[32];
+    for (int n = 0; n < 32; ++n) pw[n] = static_cast<uint16_t>(level[n & 3] | level[(n >> 2) & 3] << 8);
     pairs = _mm512_load_si512(pw);
   }
   // The bytes of entries 8p..8p+7 of 32 codes (words).
@@ -143,9 +148,8 @@ struct LevelPairs {
                                             0x00040004, 0x00040004, 0x00050005, 0x00050005, 0x00060006, 0x00060006,
                                             0x00070007, 0x00070007);  // word 4g + w: g
     const __m512i rep = _mm512_permutexvar_epi16(_mm512_add_epi16(group, _mm512_set1_epi16(static_cast<short>(8 * p))), codes);
-    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(rep, _mm512_set4_epi32(0x000C0008, 0x00040000, 0x000C0008, 0x00040000)),
-                                         _mm512_set1_epi16(0x0F));
-    return _mm512_permutexvar_epi16(nib, pairs);
+    return _mm512_permutexvar_epi16(_mm512_srlv_epi16(rep, _mm512_set4_epi32(0x000C0008, 0x00040000, 0x000C0008, 0x00040000)),
+                                    pairs);
   }
 };
 
