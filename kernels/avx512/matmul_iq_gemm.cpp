@@ -23,8 +23,7 @@
 namespace ds::avx512 {
 namespace {
 
-constexpr int kRowsG = 2;           // weight rows per pass (one 256-bit half of the lanes each)
-constexpr int kToksG = 4;           // activation rows per step: 8 independent dpwssd chains
+constexpr int kToksG = 4;           // activation rows per step: 8-16 independent dpwssd chains
 constexpr int64_t kChunkG = 64;     // activation rows whose accumulators live across the blocks
 
 // Sub-block ib's 32 weights as int16 times their integer sub-scale (16-element halves may
@@ -35,13 +34,15 @@ inline __m512i scaled16(const typename Dq::Unpacked& u, int ib, const __m256i* w
   return _mm512_mullo_epi16(_mm512_cvtepi8_epi16(w8[ib]), _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16)));
 }
 
-template <class Dq>
+// R = 2 or 4 weight rows per pass; rows 2q and 2q + 1 share the float lanes of pair q.
+template <class Dq, int R>
 struct GemmRows {
+  static constexpr int kPairs = R / 2;
   static constexpr bool kIq1s = std::is_same_v<Dq, DotIQ1_S>, kIq1m = std::is_same_v<Dq, DotIQ1_M>;
   using WB = typename Dq::WBlock;
-  struct Acc {  // per activation row: [row 0 lanes 0..7 | row 1 lanes 0..7]
-    __m512 v, delta;  // delta: IQ1_M's second chain
-    float d1[kRowsG];  // IQ1_S's scalar chains
+  struct Acc {  // per activation row and pair q: [row 2q lanes 0..7 | row 2q + 1 lanes 0..7]
+    __m512 v[kPairs], delta[kPairs];  // delta: IQ1_M's second chain
+    float d1[R];                      // IQ1_S's scalar chains
   };
 
   // The signed weights of a block (before the scale).
@@ -52,17 +53,17 @@ struct GemmRows {
     }
   }
 
-  // Activation rows t .. t + NT - 1 of the chunk against the unpacked block of both rows.
+  // Activation rows t .. t + NT - 1 of the chunk against the unpacked block of the R rows.
   template <int NT>
   [[gnu::always_inline]] static void step(const __m512i (*w)[8], const __m512i (*wd)[8], const __m256i* dsc,
-                                          __m512 dw, const BlockQ8_K* const* a, Acc* acc) {
-    __m512i s[NT][kRowsG], sd[NT][kRowsG];
+                                          const __m512* dw, const BlockQ8_K* const* a, Acc* acc) {
+    __m512i s[NT][R], sd[NT][R];
     for (int t = 0; t < NT; ++t)
-      for (int r = 0; r < kRowsG; ++r) s[t][r] = sd[t][r] = _mm512_setzero_si512();
+      for (int r = 0; r < R; ++r) s[t][r] = sd[t][r] = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ++ib)
       for (int t = 0; t < NT; ++t) {
         const __m512i x = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->qs + 32 * ib)));
-        for (int r = 0; r < kRowsG; ++r) {
+        for (int r = 0; r < R; ++r) {
           s[t][r] = _mm512_dpwssd_epi32(s[t][r], w[r][ib], x);
           if constexpr (kIq1m) sd[t][r] = _mm512_dpwssd_epi32(sd[t][r], wd[r][ib], x);
         }
@@ -70,40 +71,44 @@ struct GemmRows {
     // lanes 2k, 2k + 1 -> lane k, row r in lanes 8r..8r+7
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    for (int t = 0; t < NT; ++t) {
-      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(a[t]->d));
-      const __m512i l = _mm512_add_epi32(_mm512_permutex2var_epi32(s[t][0], even, s[t][1]),
-                                         _mm512_permutex2var_epi32(s[t][0], odd, s[t][1]));
-      acc[t].v = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[t].v);
-      if constexpr (kIq1m) {
-        const __m512i ld = _mm512_add_epi32(_mm512_permutex2var_epi32(sd[t][0], even, sd[t][1]),
-                                            _mm512_permutex2var_epi32(sd[t][0], odd, sd[t][1]));
-        acc[t].delta = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(ld), acc[t].delta);
-      }
-      if constexpr (kIq1s) {
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums));
-        alignas(64) float ddr[16];
-        _mm512_store_ps(ddr, dd);
-        for (int r = 0; r < kRowsG; ++r) {
-          const int sum1 = hsum_epi32(_mm256_madd_epi16(bs, dsc[r]));
-          acc[t].d1[r] = std::fma(ddr[8 * r], static_cast<float>(sum1), acc[t].d1[r]);
+    for (int t = 0; t < NT; ++t)
+      for (int q = 0; q < kPairs; ++q) {
+        const __m512 dd = _mm512_mul_ps(dw[q], _mm512_set1_ps(a[t]->d));
+        const __m512i l = _mm512_add_epi32(_mm512_permutex2var_epi32(s[t][2 * q], even, s[t][2 * q + 1]),
+                                           _mm512_permutex2var_epi32(s[t][2 * q], odd, s[t][2 * q + 1]));
+        acc[t].v[q] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[t].v[q]);
+        if constexpr (kIq1m) {
+          const __m512i ld = _mm512_add_epi32(_mm512_permutex2var_epi32(sd[t][2 * q], even, sd[t][2 * q + 1]),
+                                              _mm512_permutex2var_epi32(sd[t][2 * q], odd, sd[t][2 * q + 1]));
+          acc[t].delta[q] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(ld), acc[t].delta[q]);
+        }
+        if constexpr (kIq1s) {
+          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums));
+          alignas(64) float ddr[16];
+          _mm512_store_ps(ddr, dd);
+          for (int h = 0; h < 2; ++h) {
+            const int sum1 = hsum_epi32(_mm256_madd_epi16(bs, dsc[2 * q + h]));
+            acc[t].d1[2 * q + h] = std::fma(ddr[8 * h], static_cast<float>(sum1), acc[t].d1[2 * q + h]);
+          }
         }
       }
-    }
   }
 
-  // Rows r0, r0 + 1 against activation rows [t0, t0 + nt), nt <= kChunkG.
+  // Rows [r0, r0 + R) against activation rows [t0, t0 + nt), nt <= kChunkG.
   static void run(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
     const auto* act = static_cast<const uint8_t*>(m.act);
     Acc acc[kChunkG];
-    for (int64_t t = 0; t < nt; ++t) acc[t] = {_mm512_setzero_ps(), _mm512_setzero_ps(), {0.0f, 0.0f}};
-    const WB* w[kRowsG];
-    for (int r = 0; r < kRowsG; ++r) w[r] = reinterpret_cast<const WB*>(static_cast<const uint8_t*>(m.w) + (r0 + r) * m.w_row_stride);
+    for (int64_t t = 0; t < nt; ++t) {
+      for (int q = 0; q < kPairs; ++q) acc[t].v[q] = acc[t].delta[q] = _mm512_setzero_ps();
+      for (int r = 0; r < R; ++r) acc[t].d1[r] = 0.0f;
+    }
+    const WB* w[R];
+    for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const WB*>(static_cast<const uint8_t*>(m.w) + (r0 + r) * m.w_row_stride);
     for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
-      __m512i ws[kRowsG][8], wd[kRowsG][8];
-      __m256i dsc[kRowsG];
-      float d[kRowsG];
-      for (int r = 0; r < kRowsG; ++r) {
+      __m512i ws[R][8], wd[R][8];
+      __m256i dsc[R];
+      float d[R];
+      for (int r = 0; r < R; ++r) {
         typename Dq::Unpacked u;
         Dq::unpack(w[r][ib], u);
         __m256i w8[8];
@@ -114,7 +119,8 @@ struct GemmRows {
         if constexpr (kIq1s) dsc[r] = u.dsc;
         d[r] = u.d;
       }
-      const __m512 dw = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[0]), _mm512_set1_ps(d[1]));
+      __m512 dw[kPairs];
+      for (int q = 0; q < kPairs; ++q) dw[q] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[2 * q]), _mm512_set1_ps(d[2 * q + 1]));
       const BlockQ8_K* a[kToksG];
       int64_t t = 0;
       for (; t + kToksG <= nt; t += kToksG) {
@@ -127,22 +133,33 @@ struct GemmRows {
       }
     }
     for (int64_t t = 0; t < nt; ++t)
-      for (int r = 0; r < kRowsG; ++r) {
-        const __m256 v = r == 0 ? _mm512_castps512_ps256(acc[t].v) : _mm512_extractf32x8_ps(acc[t].v, 1);
+      for (int r = 0; r < R; ++r) {
+        const int q = r / 2;
+        const __m256 v = r % 2 == 0 ? _mm512_castps512_ps256(acc[t].v[q]) : _mm512_extractf32x8_ps(acc[t].v[q], 1);
         typename Dq::Acc out;
-        if constexpr (kIq1s) out = {v, acc[t].d1[r]};
-        else if constexpr (kIq1m) out = {v, r == 0 ? _mm512_castps512_ps256(acc[t].delta) : _mm512_extractf32x8_ps(acc[t].delta, 1)};
-        else out = {v};
+        if constexpr (kIq1s) {
+          out = {v, acc[t].d1[r]};
+        } else if constexpr (kIq1m) {
+          out = {v, r % 2 == 0 ? _mm512_castps512_ps256(acc[t].delta[q]) : _mm512_extractf32x8_ps(acc[t].delta[q], 1)};
+        } else {
+          out = {v};
+        }
         m.out[(t0 + t) * m.out_stride + r0 + r] = Dq::reduce(out);
       }
   }
 };
 
+// Rows in passes of 4 sharing each widened activation block (the weights of 4 rows come
+// from L1), then a pass of 2; an odd last row is left to the caller.
 template <class Dq>
 int64_t gemm_rows(const MatmulArgs& m) {
   int64_t r = m.row_begin;
-  for (; r + kRowsG <= m.row_end; r += kRowsG)
-    for (int64_t t0 = 0; t0 < m.n_tok; t0 += kChunkG) GemmRows<Dq>::run(m, r, t0, std::min(kChunkG, m.n_tok - t0));
+  for (; r + 4 <= m.row_end; r += 4)
+    for (int64_t t0 = 0; t0 < m.n_tok; t0 += kChunkG) GemmRows<Dq, 4>::run(m, r, t0, std::min(kChunkG, m.n_tok - t0));
+  if (r + 2 <= m.row_end) {
+    for (int64_t t0 = 0; t0 < m.n_tok; t0 += kChunkG) GemmRows<Dq, 2>::run(m, r, t0, std::min(kChunkG, m.n_tok - t0));
+    r += 2;
+  }
   return r;
 }
 
