@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "kernels/avx512/dot_blocks.h"
+#include "kernels/avx512/gemv_common.h"
 #include "kernels/avx512/kernels_avx512.h"
 
 namespace ds::avx512 {
@@ -42,7 +43,7 @@ struct GemmRows {
   using WB = typename Dq::WBlock;
   struct Acc {  // per activation row and pair q: [row 2q lanes 0..7 | row 2q + 1 lanes 0..7]
     __m512 v[kPairs], delta[kPairs];  // delta: IQ1_M's second chain
-    float d1[R];                      // IQ1_S's scalar chains
+    __m128 d1;                        // IQ1_S's delta chains, lane r: row r
   };
 
   // The signed weights of a block (before the scale).
@@ -55,7 +56,7 @@ struct GemmRows {
 
   // Activation rows t .. t + NT - 1 of the chunk against the unpacked block of the R rows.
   template <int NT>
-  [[gnu::always_inline]] static void step(const __m512i (*w)[8], const __m512i (*wd)[8], const __m256i* dsc,
+  [[gnu::always_inline]] static void step(const __m512i (*w)[8], const __m512i (*wd)[8], const __m512i* dsc, __m128 d4,
                                           const __m512* dw, const BlockQ8_K* const* a, Acc* acc) {
     __m512i s[NT][R], sd[NT][R];
     for (int t = 0; t < NT; ++t)
@@ -82,15 +83,16 @@ struct GemmRows {
                                               _mm512_permutex2var_epi32(sd[t][2 * q], odd, sd[t][2 * q + 1]));
           acc[t].delta[q] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(ld), acc[t].delta[q]);
         }
-        if constexpr (kIq1s) {
-          const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums));
-          alignas(64) float ddr[16];
-          _mm512_store_ps(ddr, dd);
-          for (int h = 0; h < 2; ++h) {
-            const int sum1 = hsum_epi32(_mm256_madd_epi16(bs, dsc[2 * q + h]));
-            acc[t].d1[2 * q + h] = std::fma(ddr[8 * h], static_cast<float>(sum1), acc[t].d1[2 * q + h]);
-          }
-        }
+      }
+    if constexpr (kIq1s)  // the delta terms: row r's +-(2s + 1) per bsum, summed with one tree for the R rows
+      for (int t = 0; t < NT; ++t) {
+        const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums)));
+        const __m512i m0 = _mm512_madd_epi16(bs, dsc[0]);
+        const __m512i m1 = kPairs > 1 ? _mm512_madd_epi16(bs, dsc[kPairs - 1]) : _mm512_setzero_si512();
+        // 128-bit chunk r: 4 partial sums of row r
+        const __m512i x = _mm512_add_epi32(_mm512_permutex2var_epi32(m0, even, m1), _mm512_permutex2var_epi32(m0, odd, m1));
+        const __m128 dd = _mm_mul_ps(d4, _mm_set1_ps(a[t]->d));
+        acc[t].d1 = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(gemv::reduce_chunks4(x)), acc[t].d1);
       }
   }
 
@@ -100,14 +102,14 @@ struct GemmRows {
     Acc acc[kChunkG];
     for (int64_t t = 0; t < nt; ++t) {
       for (int q = 0; q < kPairs; ++q) acc[t].v[q] = acc[t].delta[q] = _mm512_setzero_ps();
-      for (int r = 0; r < R; ++r) acc[t].d1[r] = 0.0f;
+      acc[t].d1 = _mm_setzero_ps();
     }
     const WB* w[R];
     for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const WB*>(static_cast<const uint8_t*>(m.w) + (r0 + r) * m.w_row_stride);
     for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
       __m512i ws[R][8], wd[R][8];
       __m256i dsc[R];
-      float d[R];
+      alignas(16) float d[4] = {};
       for (int r = 0; r < R; ++r) {
         typename Dq::Unpacked u;
         Dq::unpack(w[r][ib], u);
@@ -119,17 +121,21 @@ struct GemmRows {
         if constexpr (kIq1s) dsc[r] = u.dsc;
         d[r] = u.d;
       }
+      __m512i dsc2[kPairs];  // IQ1_S: [row 2q | row 2q + 1]
+      if constexpr (kIq1s)
+        for (int q = 0; q < kPairs; ++q) dsc2[q] = _mm512_inserti64x4(_mm512_castsi256_si512(dsc[2 * q]), dsc[2 * q + 1], 1);
+      const __m128 d4 = _mm_load_ps(d);
       __m512 dw[kPairs];
       for (int q = 0; q < kPairs; ++q) dw[q] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[2 * q]), _mm512_set1_ps(d[2 * q + 1]));
       const BlockQ8_K* a[kToksG];
       int64_t t = 0;
       for (; t + kToksG <= nt; t += kToksG) {
         for (int k = 0; k < kToksG; ++k) a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-        step<kToksG>(ws, wd, dsc, dw, a, acc + t);
+        step<kToksG>(ws, wd, dsc2, d4, dw, a, acc + t);
       }
       for (; t < nt; ++t) {
         a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
-        step<1>(ws, wd, dsc, dw, a, acc + t);
+        step<1>(ws, wd, dsc2, d4, dw, a, acc + t);
       }
     }
     for (int64_t t = 0; t < nt; ++t)
@@ -138,7 +144,9 @@ struct GemmRows {
         const __m256 v = r % 2 == 0 ? _mm512_castps512_ps256(acc[t].v[q]) : _mm512_extractf32x8_ps(acc[t].v[q], 1);
         typename Dq::Acc out;
         if constexpr (kIq1s) {
-          out = {v, acc[t].d1[r]};
+          alignas(16) float d1[4];
+          _mm_store_ps(d1, acc[t].d1);
+          out = {v, d1[r]};
         } else if constexpr (kIq1m) {
           out = {v, r % 2 == 0 ? _mm512_castps512_ps256(acc[t].delta[q]) : _mm512_extractf32x8_ps(acc[t].delta[q], 1)};
         } else {
