@@ -287,6 +287,74 @@ void gemv4_iq1s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   store_rows4(m.out + t * m.out_stride + r0, rstep, res);
 }
 
+// IQ1_M: as IQ1_S, with the 3 high index bits and the delta sign in a nibble per group (qh
+// byte g / 2, nibble g % 2), a 3-bit scale per 16 elements (word h / 4 of the scales, bits
+// 3 (h % 4) for half-sub-block h) and the block's half in the words' top nibbles. The delta
+// term has its own 8 lanes: +-1 per group times the activation lane sums (the products'
+// start, negated), scaled like the grid part.
+void gemv4_iq1m(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const auto* grid = reinterpret_cast<const long long*>(kIq1sGrid);
+  const __m512i one = _mm512_set1_epi8(1);
+  // group g of 16 (half h): qh byte g / 2 in dword g, nibble g % 2
+  const __m512i idx_h[2] = {_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                            _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)};
+  const __m512i nib_shift = _mm512_setr_epi32(8, 4, 8, 4, 8, 4, 8, 4, 8, 4, 8, 4, 8, 4, 8, 4);  // to index bits 8-10
+  // register p's lanes 4j..4j+3 take half-sub-block 4p + j's scale
+  const __m512i idx_sc = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m256 acc[kRows], accd[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = accd[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    __m512i neg_sums[4];
+    for (int p = 0; p < 4; ++p)
+      neg_sums[p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, av.x[p]));
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ1_M& b = reinterpret_cast<const BlockIQ1_M*>(w0 + r * ws)[ib];
+      uint16_t sw[4];
+      std::memcpy(sw, b.scales, 8);
+      const uint16_t dbits = static_cast<uint16_t>((sw[0] >> 12) | ((sw[1] >> 8) & 0xF0) | ((sw[2] >> 4) & 0xF00) | (sw[3] & 0xF000));
+      // the 16 scales 2 s + 1, half-sub-block h in dword h
+      const __m512i w16 = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                   _mm512_castsi128_si512(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)))));
+      const __m512i sc16 = _mm512_add_epi32(
+          _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(w16, _mm512_set4_epi32(9, 6, 3, 0)), _mm512_set1_epi32(7)), 1),
+          _mm512_set1_epi32(1));
+      const __m512i qh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)));
+      __m512i s = _mm512_setzero_si512(), sd = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h)));
+        const __m512i hw = _mm512_sllv_epi32(_mm512_permutexvar_epi32(idx_h[h], qh), nib_shift);  // nibble at bits 8-11
+        const __m512i gi = _mm512_or_si512(lo, _mm512_and_si512(hw, _mm512_set1_epi32(0x700)));
+        const __mmask16 neg = _mm512_test_epi32_mask(hw, _mm512_set1_epi32(0x800));  // delta -0.125 per group
+        for (int k = 0; k < 2; ++k) {
+          const int p = 2 * h + k;
+          const __m256i gik = k == 0 ? _mm512_castsi512_si256(gi) : _mm512_extracti64x4_epi64(gi, 1);
+          const __m512i g = _mm512_add_epi8(_mm512_i32gather_epi64(gik, grid, 8), one);
+          const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(idx_sc, _mm512_set1_epi32(4 * p)), sc16);
+          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(neg_sums[p], g, av.x[p]), sc));
+          // lanes 2j, 2j + 1 belong to group 8p + j: its delta sign times the lane sums
+          const __mmask16 gneg = static_cast<__mmask16>((neg >> (8 * k)) & 0xFF);
+          const __mmask16 lane_neg = static_cast<__mmask16>(_pdep_u32(gneg, 0x5555) | _pdep_u32(gneg, 0xAAAA));
+          const __m512i dl = _mm512_mask_sub_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), neg_sums[p]), lane_neg,
+                                                   _mm512_setzero_si512(), _mm512_sub_epi32(_mm512_setzero_si512(), neg_sums[p]));
+          sd = _mm512_add_epi32(sd, _mm512_mullo_epi32(dl, sc));
+        }
+      }
+      const __m256 d = _mm256_set1_ps(half_to_float(dbits) * ab.d);
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+      accd[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(fold16(sd)), accd[r]);
+    }
+  }
+  alignas(16) float o[kRows];
+  for (int r = 0; r < kRows; ++r) o[r] = hsum256(acc[r]) + kIq1Delta * hsum256(accd[r]);
+  store_rows4(m.out + t * m.out_stride + r0, rstep, _mm_load_ps(o));
+}
+
 // IQ4_NL (18 bytes: d, qs[16]) and MXFP4 (17 bytes: e, qs[16]) against Q8_0: 4 blocks per
 // step, one 128-bit chunk per block (low nibbles = elements 0..15, high = 16..31, the Q8_0
 // activation split the same way), as matmul_gemv32.cpp does for Q4_0. Values plus 128
@@ -378,6 +446,7 @@ Gemv4Fn gemv4_fn_iq(GgmlType t) {
     case GgmlType::IQ4_XS: return gemv4_iq4xs;
     case GgmlType::IQ2_XXS: return gemv4_iq2xxs;
     case GgmlType::IQ1_S: return gemv4_iq1s;
+    case GgmlType::IQ1_M: return gemv4_iq1m;
     case GgmlType::IQ4_NL: return gemv4_nl32<false>;
     case GgmlType::MXFP4: return gemv4_nl32<true>;
     default: return nullptr;
