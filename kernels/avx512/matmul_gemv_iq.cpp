@@ -182,6 +182,134 @@ struct Iq2xxsGrid {
   }
 };
 
+// The 3-bit grids (IQ3_XXS: 256 entries, IQ3_S: 512, of 4 bytes) the same way: a code holds
+// coordinate j's level (0..7, the position of its byte in the level table) in bits
+// 3j..3j+2; 32 lookups cost 4 (8) two-table word permutes and 3 (7) blends, and a register
+// of 16 entries' bytes a word permute (code e in both words of dword e), a shift by 0/6 per
+// word and a two-table word permute through the 64 level pairs.
+template <int kEntries>
+struct Grid3 {
+  static constexpr int kRegs = kEntries / 32;
+  __m512i t[kRegs];
+  __m512i pairs[2];  // word n (n < 64): bytes level[n & 7], level[n >> 3]
+  __m512i rep_idx[2] = {gemv::idx16([](int i) { return i / 2; }), gemv::idx16([](int i) { return 16 + i / 2; })};
+  Grid3(const uint32_t* grid, const uint8_t* level) {
+    alignas(64) uint16_t c[kEntries];
+    for (int e = 0; e < kEntries; ++e) {
+      int code = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int v = iq_grid_byte(grid[e], j);
+        int l = 0;
+        while (l < 7 && level[l] != v) ++l;
+        code |= l << (3 * j);
+      }
+      c[e] = static_cast<uint16_t>(code);
+    }
+    for (int i = 0; i < kRegs; ++i) t[i] = _mm512_load_si512(c + 32 * i);
+    alignas(64) uint16_t pw[64];
+    for (int n = 0; n < 64; ++n) pw[n] = static_cast<uint16_t>(level[n & 7] | level[n >> 3] << 8);
+    pairs[0] = _mm512_load_si512(pw);
+    pairs[1] = _mm512_load_si512(pw + 32);
+  }
+  // The codes of 32 entries (idx: 32 words < kEntries): permutes of 64 entries, then a
+  // blend tree on index bits 6, 7 (and 8). kEntries is 256 or 512.
+  [[gnu::always_inline]] __m512i lookup(__m512i idx) const {
+    const auto sel = [&](int i) { return _mm512_permutex2var_epi16(t[2 * i], idx, t[2 * i + 1]); };
+    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)), b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
+    const __m512i lo = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(0), sel(1)), _mm512_mask_blend_epi16(b6, sel(2), sel(3)));
+    if constexpr (kEntries == 256) return lo;
+    const __m512i hi = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(4), sel(5)), _mm512_mask_blend_epi16(b6, sel(6), sel(7)));
+    return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(idx, _mm512_set1_epi16(256)), lo, hi);
+  }
+  // The bytes of entries 16h..16h+15 of 32 codes.
+  __m512i bytes(__m512i codes, int h) const {
+    const __m512i rep = _mm512_permutexvar_epi16(rep_idx[h], codes);
+    return _mm512_permutex2var_epi16(pairs[0], _mm512_srlv_epi16(rep, _mm512_set1_epi32(0x00060000)), pairs[1]);
+  }
+};
+constexpr uint8_t kIq3xxsLevels[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+constexpr uint8_t kIq3sLevels[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+
+// IQ3_XXS: 8 index bytes per sub-block, then per sub-block a word of 4 sign codes and the
+// scale (IQ2_XXS's word B), factor 0.25.
+void gemv4_iq3xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  static const Grid3<256> grid(kIq3xxsGrid, kIq3xxsLevels);
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ3_XXS& b = reinterpret_cast<const BlockIQ3_XXS*>(w0 + r * ws)[ib];
+      const __m512i codes[2] = {grid.lookup(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)))),
+                                grid.lookup(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32))))};
+      const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64));
+      alignas(32) uint64_t sg[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sg), ksigns_bytes(wb));
+      const __m512i sc8 = _mm512_castsi256_si512(
+          _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(wb, 28), 1), _mm256_set1_epi32(1)));
+      __m512i s = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) {
+        const __m512i g = grid.bytes(codes[p / 2], p % 2);
+        const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
+        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
+      }
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+    }
+  }
+  const __m128 res = _mm_setr_ps(0.25f * hsum256(acc[0]), 0.25f * hsum256(acc[1]), 0.25f * hsum256(acc[2]),
+                                 0.25f * hsum256(acc[3]));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
+// IQ3_S: 8 index bytes per sub-block with a 9th bit each in qh (bit k of qh[ib]: bit 8 ib + k
+// of qh as one 64-bit word, entry 8 ib + k), plain sign bytes, a 4-bit scale per sub-block.
+void gemv4_iq3s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  static const Grid3<512> grid(kIq3sGrid, kIq3sLevels);
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ3_S& b = reinterpret_cast<const BlockIQ3_S*>(w0 + r * ws)[ib];
+      uint64_t qh, sg[4];
+      uint32_t sc4;
+      std::memcpy(&qh, b.qh, 8);
+      std::memcpy(sg, b.signs, 32);
+      std::memcpy(&sc4, b.scales, 4);
+      __m512i codes[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m512i lo = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)));
+        codes[h] = grid.lookup(
+            _mm512_mask_add_epi16(lo, _cvtu32_mask32(static_cast<uint32_t>(qh >> (32 * h))), lo, _mm512_set1_epi16(256)));
+      }
+      const __m512i sc8 = _mm512_castsi256_si512(_mm256_add_epi32(
+          _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(_pdep_u64(sc4, 0x0F0F0F0F0F0F0F0Full)))), 1),
+          _mm256_set1_epi32(1)));
+      __m512i s = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) {
+        const __m512i g = grid.bytes(codes[p / 2], p % 2);
+        const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
+        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
+      }
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+    }
+  }
+  const __m128 res = _mm_setr_ps(hsum256(acc[0]), hsum256(acc[1]), hsum256(acc[2]), hsum256(acc[3]));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
 // IQ2_XXS: per sub-block a record of 4 index bytes (word A) and a word B of 4 sign codes
 // and the scale. The activation is signed by the sign bits as a 64-bit mask.
 void gemv4_iq2xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
@@ -445,6 +573,8 @@ Gemv4Fn gemv4_fn_iq(GgmlType t) {
   switch (t) {
     case GgmlType::IQ4_XS: return gemv4_iq4xs;
     case GgmlType::IQ2_XXS: return gemv4_iq2xxs;
+    case GgmlType::IQ3_XXS: return gemv4_iq3xxs;
+    case GgmlType::IQ3_S: return gemv4_iq3s;
     case GgmlType::IQ1_S: return gemv4_iq1s;
     case GgmlType::IQ1_M: return gemv4_iq1m;
     case GgmlType::IQ4_NL: return gemv4_nl32<false>;
