@@ -163,22 +163,27 @@ inline uint16_t level_code(uint64_t entry, const uint8_t* level) {
   return static_cast<uint16_t>(code);
 }
 
-// IQ2_XXS's 256 entries (bytes 8, 25, 43) as codes in 8 registers: 32 indices (words)
-// cost 4 two-table word permutes of 64 entries and 3 blends instead of 32 loads.
-struct Iq2xxsGrid {
+// The 2-bit grids of IQ2_XXS (256 entries) and IQ2_XS (512), bytes 8, 25, 43, as codes in 8 /
+// 16 registers: 32 indices (words) cost 4 / 8 two-table word permutes of 64 entries and a
+// blend tree on index bits 6-8 instead of 32 loads.
+template <int kEntries>
+struct Grid2 {
   static constexpr uint8_t kLevel[4] = {8, 25, 43, 0};
-  __m512i t[8];  // codes of entries 32i..32i+31
+  static constexpr int kRegs = kEntries / 32;
+  __m512i t[kRegs];  // codes of entries 32i..32i+31
   LevelPairs expand{kLevel};
-  Iq2xxsGrid() {
-    alignas(64) uint16_t c[256];
-    for (int e = 0; e < 256; ++e) c[e] = level_code(kIq2xxsGrid[e], kLevel);
-    for (int i = 0; i < 8; ++i) t[i] = _mm512_load_si512(c + 32 * i);
+  explicit Grid2(const uint64_t* grid) {
+    alignas(64) uint16_t c[kEntries];
+    for (int e = 0; e < kEntries; ++e) c[e] = level_code(grid[e], kLevel);
+    for (int i = 0; i < kRegs; ++i) t[i] = _mm512_load_si512(c + 32 * i);
   }
-  __m512i lookup(__m512i idx) const {
+  [[gnu::always_inline]] __m512i lookup(__m512i idx) const {
+    const auto sel = [&](int i) { return _mm512_permutex2var_epi16(t[2 * i], idx, t[2 * i + 1]); };
     const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)), b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
-    const __m512i lo = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(t[0], idx, t[1]), _mm512_permutex2var_epi16(t[2], idx, t[3]));
-    const __m512i hi = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(t[4], idx, t[5]), _mm512_permutex2var_epi16(t[6], idx, t[7]));
-    return _mm512_mask_blend_epi16(b7, lo, hi);
+    const __m512i lo = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(0), sel(1)), _mm512_mask_blend_epi16(b6, sel(2), sel(3)));
+    if constexpr (kEntries == 256) return lo;
+    const __m512i hi = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(4), sel(5)), _mm512_mask_blend_epi16(b6, sel(6), sel(7)));
+    return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(idx, _mm512_set1_epi16(256)), lo, hi);
   }
 };
 
@@ -310,13 +315,112 @@ void gemv4_iq3s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   store_rows4(m.out + t * m.out_stride + r0, rstep, res);
 }
 
+// IQ2_XS: a u16 per group (9-bit index, 7-bit sign code: its parity computed as for
+// IQ2_XXS), two 4-bit scales per 32 (one per 16 elements: register p's lanes 4j..4j+3 take
+// half-sub-block 4p + j's), factor 0.125.
+void gemv4_iq2xs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  static const Grid2<512> grid(kIq2xsGrid);
+  const __m512i idx_sc = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ2_XS& b = reinterpret_cast<const BlockIQ2_XS*>(w0 + r * ws)[ib];
+      const __m512i v = _mm512_loadu_si512(b.qs);
+      const __m512i codes = grid.lookup(_mm512_and_si512(v, _mm512_set1_epi16(511)));
+      // sign bytes: the 7-bit code plus its parity in bit 7
+      const __m512i c = _mm512_srli_epi16(v, 9);
+      __m512i x = _mm512_xor_si512(c, _mm512_srli_epi16(c, 4));
+      x = _mm512_xor_si512(x, _mm512_srli_epi16(x, 2));
+      x = _mm512_xor_si512(x, _mm512_srli_epi16(x, 1));
+      alignas(32) uint64_t sg[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sg),
+                         _mm512_cvtepi16_epi8(_mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(x, _mm512_set1_epi16(1)), 7))));
+      uint64_t sc64;
+      std::memcpy(&sc64, b.scales, 8);
+      const __m128i nib = _mm_set_epi64x(static_cast<long long>(_pdep_u64(sc64 >> 32, 0x0F0F0F0F0F0F0F0Full)),
+                                         static_cast<long long>(_pdep_u64(sc64 & 0xFFFFFFFFu, 0x0F0F0F0F0F0F0F0Full)));
+      const __m512i sc16 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+      __m512i s = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) {
+        const __m512i g = grid.expand.bytes(codes, p);
+        const __m512i xs = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
+        const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(idx_sc, _mm512_set1_epi32(4 * p)), sc16);
+        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, xs), sc));
+      }
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+    }
+  }
+  const __m128 res = _mm_setr_ps(0.125f * hsum256(acc[0]), 0.125f * hsum256(acc[1]), 0.125f * hsum256(acc[2]),
+                                 0.125f * hsum256(acc[3]));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
+// IQ2_S: 1024 grid entries (2 KB of codes: too many registers), gathered 8 at a time as for
+// IQ1_S; index bits 8-9 of group l in bits 2l..2l+1 of qh[ib], plain sign bytes, IQ2_XS's
+// scales, factor 0.125.
+void gemv4_iq2s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const auto* grid = reinterpret_cast<const long long*>(kIq2sGrid);
+  const __m512i idx_sc = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  // group g = 4 ib + l of 16 (half h): qh byte ib in dword g, bits 2l..2l+1 to bits 8-9
+  const __m512i idx_h[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                            _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
+  const __m512i shl = _mm512_set4_epi32(2, 4, 6, 8);  // lane l: 8 - 2l
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  ActQ8K av;
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    const BlockQ8_K& ab = a[ib];
+    av.load(ab);
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ2_S& b = reinterpret_cast<const BlockIQ2_S*>(w0 + r * ws)[ib];
+      uint64_t sg[4], sc64;
+      std::memcpy(sg, b.qs + 32, 32);
+      std::memcpy(&sc64, b.scales, 8);
+      const __m128i nib = _mm_set_epi64x(static_cast<long long>(_pdep_u64(sc64 >> 32, 0x0F0F0F0F0F0F0F0Full)),
+                                         static_cast<long long>(_pdep_u64(sc64 & 0xFFFFFFFFu, 0x0F0F0F0F0F0F0F0Full)));
+      const __m512i sc16 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+      const __m512i qh = _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh)));
+      __m512i s = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h)));
+        const __m512i hi = _mm512_and_si512(_mm512_sllv_epi32(_mm512_permutexvar_epi32(idx_h[h], qh), shl), _mm512_set1_epi32(0x300));
+        const __m512i gi = _mm512_or_si512(lo, hi);
+        for (int k = 0; k < 2; ++k) {
+          const int p = 2 * h + k;
+          const __m256i gik = k == 0 ? _mm512_castsi512_si256(gi) : _mm512_extracti64x4_epi64(gi, 1);
+          const __m512i g = _mm512_i32gather_epi64(gik, grid, 8);
+          const __m512i xs = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
+          const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(idx_sc, _mm512_set1_epi32(4 * p)), sc16);
+          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, xs), sc));
+        }
+      }
+      const float d = half_to_float(b.d) * ab.d;
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
+    }
+  }
+  const __m128 res = _mm_setr_ps(0.125f * hsum256(acc[0]), 0.125f * hsum256(acc[1]), 0.125f * hsum256(acc[2]),
+                                 0.125f * hsum256(acc[3]));
+  store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
 // IQ2_XXS: per sub-block a record of 4 index bytes (word A) and a word B of 4 sign codes
 // and the scale. The activation is signed by the sign bits as a 64-bit mask.
 void gemv4_iq2xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(m.act) + t * m.act_row_stride);
   const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
   const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
-  static const Iq2xxsGrid grid;
+  static const Grid2<256> grid(kIq2xxsGrid);
   const __m512i idx_a = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i idx_b = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
   __m256 acc[kRows];
@@ -573,6 +677,8 @@ Gemv4Fn gemv4_fn_iq(GgmlType t) {
   switch (t) {
     case GgmlType::IQ4_XS: return gemv4_iq4xs;
     case GgmlType::IQ2_XXS: return gemv4_iq2xxs;
+    case GgmlType::IQ2_XS: return gemv4_iq2xs;
+    case GgmlType::IQ2_S: return gemv4_iq2s;
     case GgmlType::IQ3_XXS: return gemv4_iq3xxs;
     case GgmlType::IQ3_S: return gemv4_iq3s;
     case GgmlType::IQ1_S: return gemv4_iq1s;
