@@ -8,6 +8,7 @@
 
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/fp16.h"
+#include "kernels/quant/quantize_iq.h"
 #include "kernels/ref/act_quant.h"
 
 namespace ds {
@@ -418,7 +419,7 @@ bool quantize_supported(GgmlType t) {
     case GgmlType::Q6_K: case GgmlType::Q8_K:
       return true;
     default:
-      return false;
+      return quantize_iq_supported(t);
   }
 }
 
@@ -446,7 +447,9 @@ size_t quantize_row(GgmlType t, const float* x, void* y, int64_t n) {
     case GgmlType::Q5_K: quantize_q5_K(x, static_cast<BlockQ5_K*>(y), nb); break;
     case GgmlType::Q6_K: quantize_q6_K(x, static_cast<BlockQ6_K*>(y), nb); break;
     case GgmlType::Q8_K: ref::quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n); break;
-    default: return 0;
+    default:
+      if (!quantize_row_iq(t, x, y, n)) return 0;
+      break;
   }
   return static_cast<size_t>(nb) * static_cast<size_t>(tr.type_size);
 }

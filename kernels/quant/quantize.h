@@ -7,6 +7,8 @@
 // squares over a grid of candidate scales, as the GGUF ecosystem's reference quantizer does
 // without an importance matrix, then quantize the sub-block scales themselves to 6 (Q4_K,
 // Q5_K) or 8 (Q6_K) bits and requantize every element with the stored scales.
+// IQ4_NL, IQ4_XS and MXFP4: kernels/quant/quantize_iq.cpp. The grid i-quants (IQ1_*, IQ2_*,
+// IQ3_*) are not produced here.
 #pragma once
 #include <cstddef>
 #include <cstdint>

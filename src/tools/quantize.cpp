@@ -15,6 +15,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
+#include "kernels/quant/quantize.h"
 #include "tools/command.h"
 #include "tools/quantize_mix.h"
 #include "tools/quantize_stream.h"
@@ -25,11 +26,15 @@ namespace {
 
 void print_usage(FILE* out) {
   std::fprintf(out,
-               "usage: ds-cli quantize IN OUT TYPE [--threads N]\n"
+               "usage: ds-cli quantize IN OUT TYPE [--threads N] [--tensor-type NAME=TYPE ...]\n"
                "  Quantizes an F32/F16/BF16 GGUF model IN (or the first shard of a split model) into\n"
-               "  OUT. TYPE: %s. Norms, biases, 1-D tensors and the MoE router stay F32;\n"
-               "  the output head gets Q6_K; rows not a multiple of the block size fall back to\n"
-               "  Q5_0 / Q5_1 / Q8_0 / F16. Progress goes to stderr.\n",
+               "  OUT. TYPE: %s.\n"
+               "  The grid i-quants (IQ1_*, IQ2_*, IQ3_*) are read and synthesized but not quantized\n"
+               "  (no importance matrix here); IQ4_NL, IQ4_XS and MXFP4_MOE are. Norms, biases, 1-D\n"
+               "  tensors and the MoE router stay F32; the output head gets Q6_K (Q8_0 under Q8_0 and\n"
+               "  MXFP4_MOE); rows not a multiple of the block size fall back to Q5_0 / Q5_1 / Q8_0 /\n"
+               "  IQ4_NL / F16. --tensor-type gives every matrix whose name contains NAME the tensor\n"
+               "  type TYPE (first match wins; repeatable). Progress goes to stderr.\n",
                quant_mix_names());
 }
 
@@ -48,7 +53,8 @@ Result<MixModel> mix_model(const GgufFile& in) {
   return m;
 }
 
-Status quantize_file(const std::string& in_path, const std::string& out_path, QuantMix mix, int n_threads) {
+Status quantize_file(const std::string& in_path, const std::string& out_path, QuantMix mix,
+                     const std::vector<TypeOverride>& overrides, int n_threads) {
   auto opened = GgufFile::open(in_path);
   if (!opened) return opened.status();
   const GgufFile& in = **opened;
@@ -69,7 +75,12 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
   w.set("general.quantization_version", gguf_u32(2));
   std::vector<GgmlType> types;
   for (const auto& t : in.tensors()) {
-    const GgmlType type = choose_tensor_type(mix, {t.name, t.n_dims, t.ne}, *model);
+    const GgmlType type = choose_tensor_type(mix, {t.name, t.n_dims, t.ne}, *model, overrides);
+    if (!quantize_supported(type)) {
+      return Status::error("tensor '" + t.name + "': ds-cli quantize cannot write " + ggml_type_name(type) +
+                           " (the grid i-quants need an importance-matrix search; `ds-cli synth` writes random " +
+                           "valid blocks of them)");
+    }
     types.push_back(type);
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, type, std::vector<int64_t>(t.ne, t.ne + t.n_dims)));
   }
@@ -103,6 +114,7 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
 
 int cmd_quantize(const std::vector<std::string>& args) {
   std::vector<std::string> pos;
+  std::vector<TypeOverride> overrides;
   int n_threads = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
@@ -115,6 +127,14 @@ int cmd_quantize(const std::vector<std::string>& args) {
         std::fprintf(stderr, "ds-cli quantize: --threads wants 1..1024, got '%s'\n", args[i].c_str());
         return 2;
       }
+    } else if (args[i] == "--tensor-type" && i + 1 < args.size()) {
+      TypeOverride o;
+      std::string error;
+      if (!parse_type_override(args[++i], &o, &error)) {
+        std::fprintf(stderr, "ds-cli quantize: %s\n", error.c_str());
+        return 2;
+      }
+      overrides.push_back(std::move(o));
     } else if (starts_with(args[i], "--")) {
       std::fprintf(stderr, "ds-cli quantize: unknown option '%s'\n", args[i].c_str());
       print_usage(stderr);
@@ -132,12 +152,20 @@ int cmd_quantize(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ds-cli quantize: unknown TYPE '%s' (one of %s)\n", pos[2].c_str(), quant_mix_names());
     return 2;
   }
+  if (!quant_mix_quantizable(mix)) {
+    std::fprintf(stderr,
+                 "ds-cli quantize: %s is readable but not quantizable here (the grid i-quants need an "
+                 "importance-matrix lattice search); quantizable: Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0, "
+                 "IQ4_NL, IQ4_XS, MXFP4_MOE, F16, BF16, F32; `ds-cli synth --type %s` writes random valid blocks\n",
+                 quant_mix_name(mix), quant_mix_name(mix));
+    return 2;
+  }
   std::error_code ec;
   if (std::filesystem::equivalent(pos[0], pos[1], ec)) {
     std::fprintf(stderr, "ds-cli quantize: OUT must differ from IN (%s)\n", pos[1].c_str());
     return 2;
   }
-  const Status s = quantize_file(pos[0], pos[1], mix, n_threads);
+  const Status s = quantize_file(pos[0], pos[1], mix, overrides, n_threads);
   if (!s.is_ok()) {
     std::fprintf(stderr, "ds-cli quantize: %s\n", s.message().c_str());
     return 1;

@@ -14,18 +14,35 @@
 //     the "more bits" layers and Q4_K elsewhere, attn_output Q4_K; Q2_K gives attn_v Q4_K
 //     and ffn_down Q3_K in the "more bits" layers;
 //   - the K mixtures also get the 8-expert and attn_kv_b rules above;
+//   - the i-quant mixtures, named after their main type (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
+//     IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), follow the reference's presets
+//     (../shared/SPEC-iquants.md, "What llama-quantize writes") except that the main type is
+//     the named one: the output head gets Q5_K under IQ1_*/IQ2_*/IQ3_XXS and Q6_K otherwise;
+//     token_embd gets Q2_K under IQ1_*, IQ2_XXS, IQ2_XS and IQ3_S under IQ2_S, IQ3_XXS; in MoE
+//     models attn_output gets IQ2_XXS under IQ1_* and IQ3_S under IQ2_S, IQ3_XXS; the legacy
+//     attn_kv_b gets Q4_K under IQ1_*/IQ2_*;
+//   - MXFP4_MOE (alias MXFP4): every 3-D tensor (the experts, and DeepSeek's per-head
+//     attn_k_b / attn_v_b) MXFP4, every other matrix Q8_0;
 //   - rows not a multiple of 256 fall back Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
-//     Q2_K/Q3_K -> Q4_0, and rows not a multiple of 32 to F16.
+//     Q2_K/Q3_K -> Q4_0, the 256-element i-quants -> IQ4_NL, and rows not a multiple of 32
+//     to F16.
+// Per-tensor overrides (--tensor-type PATTERN=TYPE) replace the mixture's choice for every
+// matrix whose name contains PATTERN (the first matching override wins), with the same
+// row-length fall-backs.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/quant/types.h"
 
 namespace ds::cli {
 
-enum class QuantMix { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_S, kQ3_K_M, kQ2_K };
+enum class QuantMix {
+  kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_S, kQ3_K_M, kQ2_K,
+  kIQ1_S, kIQ1_M, kIQ2_XXS, kIQ2_XS, kIQ2_S, kIQ3_XXS, kIQ3_S, kIQ4_NL, kIQ4_XS, kMXFP4_MOE,
+};
 
 // "Q4_K_M", "q4_k_m", "F16", ...; false when unknown.
 bool parse_quant_mix(std::string_view name, QuantMix* out);
@@ -33,6 +50,17 @@ const char* quant_mix_name(QuantMix m);
 const char* quant_mix_names();  // for usage lines: "Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, ..."
 // general.file_type (llama_ftype) value of a mixture.
 uint32_t quant_mix_file_type(QuantMix m);
+// True when ds-cli quantize can write every type the mixture uses (the grid i-quants
+// IQ1_*, IQ2_*, IQ3_* are read and synthesized, not quantized).
+bool quant_mix_quantizable(QuantMix m);
+
+// --tensor-type PATTERN=TYPE: matrices whose name contains pattern get type.
+struct TypeOverride {
+  std::string pattern;
+  GgmlType type;
+};
+// Parses "ffn_down_exps=IQ2_XXS"; false (and *error set) when malformed or TYPE unknown.
+bool parse_type_override(std::string_view arg, TypeOverride* out, std::string* error);
 
 struct MixModel {
   int64_t n_layer = 0;     // <arch>.block_count
@@ -46,6 +74,7 @@ struct MixTensor {
   const int64_t* ne = nullptr;  // [n_dims]
 };
 
-GgmlType choose_tensor_type(QuantMix mix, const MixTensor& t, const MixModel& m);
+GgmlType choose_tensor_type(QuantMix mix, const MixTensor& t, const MixModel& m,
+                            const std::vector<TypeOverride>& overrides = {});
 
 }  // namespace ds::cli

@@ -10,21 +10,26 @@
 // Weights: every element is ~N(0, 0.02) from a generator seeded by (--seed, tensor name,
 // row), so a tensor's values do not depend on the other tensors or on threading; norms
 // are 1 and rope_freqs holds Llama-3.1 frequency factors. With normalized activations this
-// keeps every layer's output of the order of its input: the model runs stably.
+// keeps every layer's output of the order of its input: the model runs stably. Tensors of
+// the grid i-quants, which have no quantizer, are random valid blocks with the same RMS
+// (synth_blocks.h).
 #include <algorithm>
-#include <cinttypes>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gguf/gguf_writer.h"
+#include "kernels/quant/quantize.h"
 #include "tools/command.h"
 #include "tools/quantize_mix.h"
 #include "tools/quantize_stream.h"
+#include "tools/synth_blocks.h"
 #include "tools/synth_shapes.h"
 #include "tools/synth_vocab.h"
 #include "util/strings.h"
@@ -40,14 +45,20 @@ struct SynthOptions {
   int n_threads = 0;
   bool dry_run = false;  // print what would be written, write nothing
   std::vector<std::string> sets;
+  std::vector<TypeOverride> overrides;  // --tensor-type
 };
 
 void print_usage(FILE* out) {
   std::fprintf(out,
-               "usage: ds-cli synth --shape NAME --out FILE [--type TYPE] [--layers N] [--seed S]\n"
-               "                    [--vocab FILE] [--set KEY=VALUE ...] [--threads N] [--dry-run]\n"
+               "usage: ds-cli synth --shape NAME --out FILE [--type TYPE] [--tensor-type NAME=TYPE ...]\n"
+               "                    [--layers N] [--seed S] [--vocab FILE] [--set KEY=VALUE ...]\n"
+               "                    [--threads N] [--dry-run]\n"
                "  Writes a random-weight GGUF model of a named shape. TYPE: %s\n"
-               "  (default Q4_K_M). --layers overrides block_count; --set overrides any hyper-parameter\n"
+               "  (default Q4_K_M). --tensor-type gives every matrix whose name contains NAME the tensor\n"
+               "  type TYPE (e.g. ffn_down_exps=IQ2_XXS; first match wins; repeatable). Tensors of the\n"
+               "  grid i-quants (IQ1_*, IQ2_*, IQ3_*) are random valid blocks scaled to the weights' RMS;\n"
+               "  every other type is quantized from N(0, 0.02) weights.\n"
+               "  --layers overrides block_count; --set overrides any hyper-parameter\n"
                "  (KEY without a namespace means <arch>.KEY, e.g. --set expert_count=32). --vocab copies\n"
                "  the tokenizer of a GGUF file; without it a small byte-level BPE vocabulary is trained.\n"
                "  --dry-run prints the parameter count, file size and tensor types and writes nothing.\n"
@@ -136,6 +147,34 @@ void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlT
   for (const auto& [name, e] : by_type) std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
 }
 
+// A grid i-quant tensor: random valid blocks (synth_blocks.h), row r seeded by (tensor, r),
+// scaled to the RMS of the N(0, stddev) weights it stands for; written in batches of rows,
+// each batch filled on n_threads threads.
+Status write_random_blocks(GgufWriter* w, const SynthTensor& t, GgmlType type, int64_t n_rows, uint64_t tensor_seed,
+                           int n_threads) {
+  const size_t row_bytes = ggml_row_size(type, t.ne[0]);
+  const float scale = static_cast<float>(t.stddev / random_block_unit_rms(type));
+  const int64_t batch = std::max<int64_t>(1, static_cast<int64_t>((size_t{64} << 20) / row_bytes));
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min(batch, n_rows)) * row_bytes);
+  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int64_t r0 = 0; r0 < n_rows; r0 += batch) {
+    const int64_t nr = std::min(batch, n_rows - r0);
+    const int nt = static_cast<int>(std::min<int64_t>(n_threads, nr));
+    auto work = [&](int ith) {
+      for (int64_t r = nr * ith / nt; r < nr * (ith + 1) / nt; ++r) {
+        fill_random_blocks(type, tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, scale,
+                           buf.data() + static_cast<size_t>(r) * row_bytes, t.ne[0]);
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int ith = 1; ith < nt; ++ith) threads.emplace_back(work, ith);
+    work(0);
+    for (auto& th : threads) th.join();
+    DS_RETURN_IF_ERROR(w->write_data(buf.data(), static_cast<size_t>(nr) * row_bytes));
+  }
+  return Status::ok();
+}
+
 // Generates one tensor row by row (seeded per row, see the top of the file) and streams
 // it, quantized, into w.
 Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const SynthOptions& o, float rope_base) {
@@ -157,6 +196,7 @@ Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const Sy
     }
     return Status::ok();
   };
+  if (!quantize_supported(type)) return write_random_blocks(w, t, type, n_rows, tensor_seed, o.n_threads);
   return stream_tensor(w, {t.name, type, t.ne[0], n_rows}, source, o.n_threads);
 }
 
@@ -170,7 +210,8 @@ Status synth_model(const SynthOptions& o) {
   const MixModel model{synth_int(w, arch + ".block_count", 0), synth_int(w, arch + ".expert_count", 0), true};
   std::vector<GgmlType> types;
   for (const auto& t : *tensors) {
-    types.push_back(choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model));
+    types.push_back(
+        choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model, o.overrides));
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
   }
   const uint64_t size = w.file_size();
@@ -220,7 +261,7 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
       continue;
     }
     if (a != "--shape" && a != "--out" && a != "--type" && a != "--layers" && a != "--seed" && a != "--vocab" &&
-        a != "--set" && a != "--threads") {
+        a != "--set" && a != "--threads" && a != "--tensor-type") {
       std::fprintf(stderr, "ds-cli synth: unknown argument '%s'\n", a.c_str());
       return 2;
     }
@@ -231,6 +272,15 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
     else if (a == "--out") o->out = v;
     else if (a == "--vocab") o->vocab = v;
     else if (a == "--set") o->sets.push_back(v);
+    else if (a == "--tensor-type") {
+      TypeOverride t;
+      std::string error;
+      if (!parse_type_override(v, &t, &error)) {
+        std::fprintf(stderr, "ds-cli synth: %s\n", error.c_str());
+        return 2;
+      }
+      o->overrides.push_back(std::move(t));
+    }
     else if (a == "--type" && !parse_quant_mix(v, &o->mix)) {
       std::fprintf(stderr, "ds-cli synth: unknown --type '%s' (one of %s)\n", v.c_str(), quant_mix_names());
       return 2;

@@ -273,6 +273,123 @@ TEST_F(ToolsTest, QuantizeKeepsMetadataAndPicksTypes) {
   }
 }
 
+// IQ4_NL, IQ4_XS and MXFP4_MOE from an F16 model: the mixtures' types (quantize_mix.h),
+// file types, values within each format's error (test_quantize: IQ4_NL 0.077, IQ4_XS
+// 0.077, MXFP4 0.115 relative RMSE on Gaussian data), and files that pass block validation.
+TEST_F(ToolsTest, QuantizeToIQuantsAndMxfp4) {
+  auto in = synth("tiny-dsv2", "F16", "--layers 2");
+  ASSERT_TRUE(in);
+  const std::string in_path = path("tiny-dsv2-F16.gguf");
+  struct Case {
+    const char* mix;
+    int file_type;
+    GgmlType experts, token_embd, output, k_b, dense;
+    double max_rmse;
+  };
+  for (const Case c : {Case{"IQ4_NL", 25, GgmlType::IQ4_NL, GgmlType::IQ4_NL, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                            GgmlType::IQ4_NL, 0.1},
+                       Case{"IQ4_XS", 30, GgmlType::IQ4_XS, GgmlType::IQ4_XS, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                            GgmlType::IQ4_XS, 0.1},
+                       Case{"MXFP4", 38, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::MXFP4,
+                            GgmlType::Q8_0, 0.14}}) {
+    const std::string out = path(std::string("q-") + c.mix + ".gguf");
+    ASSERT_EQ(run(cli() + " quantize " + in_path + " " + out + " " + c.mix + " --threads 2"), 0) << c.mix;
+    auto f = GgufFile::open(out, {.check_data = true});
+    ASSERT_TRUE(f.is_ok()) << f.message();
+    const GgufFile& q = **f;
+    EXPECT_EQ(key_int(q, "general.file_type"), c.file_type) << c.mix;
+    EXPECT_EQ(type_of(q, "blk.1.ffn_up_exps.weight"), c.experts) << c.mix;
+    EXPECT_EQ(type_of(q, "token_embd.weight"), c.token_embd) << c.mix;
+    EXPECT_EQ(type_of(q, "output.weight"), c.output) << c.mix;
+    EXPECT_EQ(type_of(q, "blk.1.attn_k_b.weight"), c.k_b) << c.mix;  // rows of 64: IQ4_XS falls back
+    EXPECT_EQ(type_of(q, "blk.0.ffn_down.weight"), c.dense) << c.mix;
+    EXPECT_EQ(type_of(q, "blk.1.ffn_gate_inp.weight"), GgmlType::F32) << c.mix;
+    for (const char* name : {"blk.1.ffn_up_exps.weight", "blk.0.ffn_down.weight", "blk.1.attn_k_b.weight"}) {
+      const auto a = values(*in->tensor(name)), b = values(*q.tensor(name));
+      double se = 0, ss = 0;
+      for (size_t i = 0; i < a.size(); ++i) se += (a[i] - b[i]) * (a[i] - b[i]), ss += a[i] * a[i];
+      EXPECT_LT(std::sqrt(se / ss), c.max_rmse) << c.mix << " " << name;
+    }
+  }
+  // --tensor-type overrides the mixture (first match wins); a grid i-quant is readable but
+  // not quantizable, as a mixture or as an override: exit 2 or 1 and no OUT.
+  const std::string ov = path("q-override.gguf");
+  ASSERT_EQ(run(cli() + " quantize " + in_path + " " + ov +
+                " Q4_K_M --tensor-type ffn_down_exps=MXFP4 --tensor-type ffn_down=IQ4_XS --tensor-type attn_k_b=IQ4_XS"),
+            0);
+  auto o = open(ov);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(type_of(*o, "blk.1.ffn_down_exps.weight"), GgmlType::MXFP4);
+  EXPECT_EQ(type_of(*o, "blk.1.ffn_down_shexp.weight"), GgmlType::IQ4_XS);
+  EXPECT_EQ(type_of(*o, "blk.0.ffn_down.weight"), GgmlType::IQ4_XS);
+  EXPECT_EQ(type_of(*o, "blk.1.attn_k_b.weight"), GgmlType::IQ4_NL);  // 64-wide rows
+  EXPECT_EQ(type_of(*o, "blk.1.ffn_up_exps.weight"), GgmlType::Q4_K);
+  const std::string bad = path("q-bad.gguf");
+  EXPECT_EQ(run(cli() + " quantize " + in_path + " " + bad + " IQ2_XXS"), 2);
+  EXPECT_EQ(run(cli() + " quantize " + in_path + " " + bad + " Q4_K_M --tensor-type ffn_up=IQ1_S"), 1);
+  EXPECT_EQ(run(cli() + " quantize " + in_path + " " + bad + " Q4_K_M --tensor-type ffn_up"), 2);
+  EXPECT_EQ(run(cli() + " quantize " + in_path + " " + bad + " Q4_K_M --tensor-type ffn_up=Q9_K"), 2);
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
+// ds-cli synth --type T for every i-quant mixture: the experts get T (random valid blocks
+// for the grid types, quantized N(0, 0.02) weights otherwise) with the RMS of the weights
+// they stand for; the files pass block validation; --tensor-type overrides per tensor.
+TEST_F(ToolsTest, SynthEveryIquantType) {
+  struct Case {
+    const char* mix;
+    GgmlType experts, token_embd, output, attn_output;
+  };
+  for (const Case c : {Case{"IQ1_S", GgmlType::IQ1_S, GgmlType::Q2_K, GgmlType::Q5_K, GgmlType::IQ2_XXS},
+                       Case{"IQ1_M", GgmlType::IQ1_M, GgmlType::Q2_K, GgmlType::Q5_K, GgmlType::IQ2_XXS},
+                       Case{"IQ2_XXS", GgmlType::IQ2_XXS, GgmlType::Q2_K, GgmlType::Q5_K, GgmlType::IQ2_XXS},
+                       Case{"IQ2_XS", GgmlType::IQ2_XS, GgmlType::Q2_K, GgmlType::Q5_K, GgmlType::IQ2_XS},
+                       Case{"IQ2_S", GgmlType::IQ2_S, GgmlType::IQ3_S, GgmlType::Q5_K, GgmlType::IQ3_S},
+                       Case{"IQ3_XXS", GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::Q5_K, GgmlType::IQ3_S},
+                       Case{"IQ3_S", GgmlType::IQ3_S, GgmlType::IQ3_S, GgmlType::Q6_K, GgmlType::IQ3_S},
+                       Case{"IQ4_NL", GgmlType::IQ4_NL, GgmlType::IQ4_NL, GgmlType::Q6_K, GgmlType::IQ4_NL},
+                       Case{"IQ4_XS", GgmlType::IQ4_XS, GgmlType::IQ4_XS, GgmlType::Q6_K, GgmlType::IQ4_XS},
+                       Case{"MXFP4", GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}}) {
+    const std::string out = path(std::string("s-") + c.mix + ".gguf");
+    ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type " + c.mix + " --out " + out), 0) << c.mix;
+    auto f = GgufFile::open(out, {.check_data = true});
+    ASSERT_TRUE(f.is_ok()) << f.message();
+    const GgufFile& q = **f;
+    EXPECT_EQ(type_of(q, "blk.1.ffn_down_exps.weight"), c.experts) << c.mix;
+    EXPECT_EQ(type_of(q, "token_embd.weight"), c.token_embd) << c.mix;
+    EXPECT_EQ(type_of(q, "output.weight"), c.output) << c.mix;
+    EXPECT_EQ(type_of(q, "blk.1.attn_output.weight"), c.attn_output) << c.mix;  // 16 experts
+    // The weights' scale: RMS 0.02 (N(0, 0.02)); random grid blocks are scaled per block to it.
+    const auto v = values(*q.tensor("blk.1.ffn_down_exps.weight"));
+    double ss = 0;
+    for (float x : v) ss += static_cast<double>(x) * x;
+    const double rms = std::sqrt(ss / static_cast<double>(v.size()));
+    EXPECT_GT(rms, 0.016) << c.mix;
+    EXPECT_LT(rms, 0.024) << c.mix;
+  }
+  const std::string ov = path("s-override.gguf");
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type Q4_K_M --tensor-type ffn_down_exps=IQ2_XXS" +
+                " --tensor-type ffn_=IQ1_M --tensor-type attn_k_b=IQ3_S --out " + ov),
+            0);
+  auto o = open(ov);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(type_of(*o, "blk.1.ffn_down_exps.weight"), GgmlType::IQ2_XXS);
+  EXPECT_EQ(type_of(*o, "blk.1.ffn_gate_exps.weight"), GgmlType::IQ1_M);
+  EXPECT_EQ(type_of(*o, "blk.0.ffn_up.weight"), GgmlType::IQ1_M);
+  EXPECT_EQ(type_of(*o, "blk.1.ffn_gate_inp.weight"), GgmlType::F32);  // the router stays F32
+  EXPECT_EQ(type_of(*o, "blk.1.attn_k_b.weight"), GgmlType::IQ4_NL);   // 64-wide rows fall back
+  EXPECT_EQ(type_of(*o, "blk.1.attn_q_a.weight"), GgmlType::Q4_K);
+  // Random blocks depend on the seed only, not on the thread count.
+  const std::string a = path("r1.gguf"), b = path("r2.gguf"), c = path("r3.gguf");
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type IQ2_XS --seed 3 --threads 1 --out " + a), 0);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type IQ2_XS --seed 3 --threads 2 --out " + b), 0);
+  ASSERT_EQ(run(cli() + " synth --shape tiny-dsv3 --layers 2 --type IQ2_XS --seed 4 --out " + c), 0);
+  EXPECT_EQ(test::read_file_bytes(a), test::read_file_bytes(b));
+  EXPECT_NE(test::read_file_bytes(a), test::read_file_bytes(c));
+  EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + path("x.gguf") + " --tensor-type =IQ1_S"), 2);
+  EXPECT_EQ(run(cli() + " synth --shape tiny-dsv3 --out " + path("x.gguf") + " --tensor-type ffn=IQ4_K"), 2);
+}
+
 TEST_F(ToolsTest, QuantizeFromBF16) {
   auto in = synth("tiny-llama", "BF16", "--layers 2");
   ASSERT_TRUE(in);
@@ -422,7 +539,9 @@ TEST_F(ToolsTest, SynthModelsRunStably) {
   }
   for (auto [shape, mix] : {std::pair{"tiny-llama", "Q4_K_M"}, std::pair{"tiny-qwen2", "Q4_K_M"},
                             std::pair{"tiny-dsv2", "Q4_K_M"}, std::pair{"tiny-dsv3", "Q4_K_M"},
-                            std::pair{"tiny-dsv3", "Q3_K_M"}, std::pair{"tiny-dsv3", "Q2_K"}}) {
+                            std::pair{"tiny-dsv3", "Q3_K_M"}, std::pair{"tiny-dsv3", "Q2_K"},
+                            std::pair{"tiny-dsv3", "IQ1_S"}, std::pair{"tiny-dsv3", "IQ2_S"},
+                            std::pair{"tiny-dsv3", "IQ4_XS"}, std::pair{"tiny-dsv3", "MXFP4"}}) {
     auto f = synth(shape, mix);
     ASSERT_TRUE(f);
     const std::string model = path(std::string(shape) + "-" + mix + ".gguf");
