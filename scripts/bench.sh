@@ -7,9 +7,10 @@
 # MODELS iq1 and iq4xs (not in the default list) are the moe-bench shape with experts of 1536
 # (a multiple of 256, as V3's 2048) and a 16384-token vocabulary, so that experts rather than
 # the output head dominate decode: iq1 the "dynamic 1.58-bit" mix (routed gate/up IQ1_S, down
-# IQ2_XXS, shared experts Q4_K, the rest Q4_K_M), iq4xs every block weight IQ4_XS (attn_k_b
-# IQ4_NL) but token_embd and output. Their expert blocks are random valid bits
-# (scripts/gguf_retype.py on a Q4_K_M synth with small experts).
+# IQ2_XXS, the rest Q4_K_M; `ds-cli synth` writes random grid blocks), iq4xs every block weight
+# but token_embd and output IQ4_XS (attn_k_b IQ4_NL) with random valid blocks
+# (scripts/gguf_retype.py on a Q4_K_M synth with experts of 256: quantizing 1.5 GB to IQ4_XS
+# would take many minutes).
 # Env: THREADS (default 2), REPEATS (default 3), BATCH (default 8), PROMPT (default 512),
 #      GEN (default 128), BUILD_DIR (default build), MODELS (default "dense moe").
 # Builds ds-cli (Release) when it is missing; reuses build/bench/*.gguf when present.
@@ -37,31 +38,35 @@ declare -A label=([dense]="R1-Distill-Qwen-1.5B shape" [moe]="V3-style MoE (V2-L
                   [iq1]="V3-style MoE, dynamic 1.58-bit mix" [iq4xs]="V3-style MoE, IQ4_XS")
 # The issue's reference numbers: reference engine pp/tg/x8, fastest fork pp/tg.
 declare -A ref=([dense]="88 34 46 154 43" [moe]="151 60 81 429 68" [iq1]="- - - - -" [iq4xs]="- - - - -")
-declare -A rules=([iq1]="ffn_(gate|up)_exps=IQ1_S ffn_down_exps=IQ2_XXS shexp=Q4_K"
-                  [iq4xs]="_(exps|shexp)\.=IQ4_XS ^blk\..*\.(attn_(q_a|q_b|kv_a_mqa|k_b|v_b|output)|ffn_(gate|up|down))\.weight\$=IQ4_XS")
-
-# The i-quant models: a Q4_K_M synth with experts of 256 (quick to make), its expert
-# tensors rewritten at 1536 (shared experts: 2 x 256 -> 2 x 1536).
-iq_model() {
+declare -A mix=([iq1]="--type Q4_K_M --tensor-type ffn_gate_exps=IQ1_S --tensor-type ffn_up_exps=IQ1_S --tensor-type ffn_down_exps=IQ2_XXS"
+                [iq4xs]="retype")
+# iq4xs: the small-expert synth, its expert tensors rewritten at 1536 (shared: 2 x 1536).
+iq4xs_model() {
   local f=$1 base="$build/bench/moe-bench-ff256-v16k-Q4_K_M.gguf"
   if [ ! -s "$base" ]; then
     "$cli" synth --shape moe-bench --set expert_feed_forward_length=256 --set vocab_size=16384 --type Q4_K_M \
       --out "$base.tmp" --threads "$threads" >&2
     mv "$base.tmp" "$base"
   fi
-  # shellcheck disable=SC2086
   python3 scripts/gguf_retype.py --set-u32 deepseek2.expert_feed_forward_length=1536 --dim 256=1536 --dim 512=3072 \
-    "$base" "$f.tmp" ${rules[$2]} >&2
+    "$base" "$f.tmp" '_(exps|shexp)\.=IQ4_XS' \
+    '^blk\..*\.(attn_(q_a|q_b|kv_a_mqa|k_b|v_b|output)|ffn_(gate|up|down))\.weight$=IQ4_XS' >&2
   mv "$f.tmp" "$f"
 }
 
 results=()
 for m in $models; do
   f="$build/bench/${shape[$m]}-Q4_K_M.gguf"
-  [ -n "${rules[$m]:-}" ] && f="$build/bench/${shape[$m]}-$m.gguf"
-  if [ ! -s "$f" ] && [ -n "${rules[$m]:-}" ]; then
+  [ -n "${mix[$m]:-}" ] && f="$build/bench/${shape[$m]}-$m.gguf"
+  if [ ! -s "$f" ] && [ "${mix[$m]:-}" = retype ]; then
     echo "bench.sh: making $f" >&2
-    iq_model "$f" "$m"
+    iq4xs_model "$f"
+  elif [ ! -s "$f" ] && [ -n "${mix[$m]:-}" ]; then
+    echo "bench.sh: making $f" >&2
+    # shellcheck disable=SC2086
+    "$cli" synth --shape "${shape[$m]}" --set expert_feed_forward_length=1536 --set vocab_size=16384 ${mix[$m]} \
+      --out "$f.tmp" --threads "$threads" >&2
+    mv "$f.tmp" "$f"
   elif [ ! -s "$f" ]; then
     echo "bench.sh: making $f" >&2
     "$cli" synth --shape "${shape[$m]}" --type Q4_K_M --out "$f.tmp" --threads "$threads" >&2
