@@ -6,17 +6,20 @@
 // up in the value table plus an offset (vpshufb), so the weights are u8, and the offset
 // times the activation's lane sums (computed once per block for the 4 rows) is taken back;
 // the grid types multiply their unsigned grid bytes with the activation signed by masks
-// (masked subtract from zero), IQ1_S's signed grid through |w| and the sign of w.
+// (masked subtract from zero); IQ1_S/IQ1_M's grid (-1, 0, 1) plus one is unsigned, the one
+// taken back through the activation's lane sums. Grid lookups: the grids of up to 512
+// entries live in registers as level codes (Grid2, Grid3: word permutes), the larger ones
+// (IQ1_S, IQ1_M: 2048; IQ2_S: 1024) are gathered 8 entries per instruction.
 //
 // [IQUANT_ORDER] (kernels/simd/iquant_blocks.inc): Q8_K types reduce each 256-block to
 // the reference's 8 int32 lanes (lane k = elements 4k..4k+3 of every 32, times the
 // sub-block scale) and step their 8-lane float chains as the tile loop does; the 32-block
 // types step one fma chain per row over the blocks in order. Results are bit-identical to
-// kernels/ref and to the tile loop; tests/kernels/isa_vs_ref_test.cpp DecodeGemvBitExact.
+// kernels/ref and to the tile loop (tests/kernels/iquant_kernels_test.cpp, isa_vs_ref_test.cpp).
 #include <immintrin.h>
 
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
