@@ -49,5 +49,10 @@ using IqGemmFn = int64_t (*)(const MatmulArgs& m);
 IqGemmFn iq_gemm_fn(GgmlType t);
 // matmul_gemv_iq.cpp: the 4-row pass for the i-quants and MXFP4 that have one, else nullptr.
 Gemv4Fn gemv4_fn_iq(GgmlType t);
+// A pass over all m.n_tok activation rows (<= gemv_max_tok) of weight rows r0 + k * rstep
+// (k < 4), unpacking each block once; nullptr where the type has none (then the 4-row pass
+// runs per token).
+using GemvTokensFn = void (*)(const MatmulArgs& m, int64_t r0, int64_t rstep);
+GemvTokensFn gemv_tokens_fn_iq(GgmlType t);
 
 }  // namespace ds::avx512

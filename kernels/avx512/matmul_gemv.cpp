@@ -24,6 +24,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -320,8 +321,10 @@ int64_t gemv_max_tok(GgmlType t) {
   // 24.8/24.3, 4 26.2/32.1; IQ3_XXS 4 27.9/22.6, 8 52.8/53.4; IQ3_S 4 32.3/25.2, 8 43.7/51.7;
   // IQ1_S 3 25.8/24.8, 4 25.9/33.5; IQ1_M 4 45.5/38.4, 8 63.4/77.0. IQ4_NL/MXFP4 passes cost
   // ~1.3 ns per block and row against the tile loop's ~2 at any token count.
+  // IQ4_XS at any count: its all-token pass (gemv4_iq4xs_tokens, unpacking once per block
+  // and 4 rows) measured 2.5x the int16 GEMM: 64 tokens 82.5 vs 202 us, 128 169 vs 443.
   switch (t) {
-    case GgmlType::IQ4_XS: return 32;
+    case GgmlType::IQ4_XS: return INT64_MAX;
     case GgmlType::IQ4_NL: case GgmlType::MXFP4: return 7;
     case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: case GgmlType::IQ3_S: case GgmlType::IQ1_M:
       return 4;
@@ -340,8 +343,14 @@ int64_t gemv_rows(const MatmulArgs& m) {
   // this Zen 4, four ~32 (the probe in src/runtime/machine_limits.cpp, tests/bench/RESULTS.md).
   const int64_t q = (m.row_end - m.row_begin) / kRows;
   // Tokens inside the row loop: the pass's rows stay in L1 while each token passes.
-  for (int64_t i = 0; i < q; ++i)
+  const GemvTokensFn tokens = m.n_tok > 1 ? gemv_tokens_fn_iq(m.wtype) : nullptr;
+  for (int64_t i = 0; i < q; ++i) {
+    if (tokens) {
+      tokens(m, m.row_begin + i, q);
+      continue;
+    }
     for (int64_t t = 0; t < m.n_tok; ++t) pass(m, t, m.row_begin + i, q);
+  }
   return m.row_begin + kRows * q;
 }
 

@@ -18,6 +18,7 @@
 // kernels/ref and to the tile loop (tests/kernels/iquant_kernels_test.cpp, isa_vs_ref_test.cpp).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -93,6 +94,74 @@ void gemv4_iq4xs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   }
   const __m128 res = _mm_setr_ps(hsum256(acc[0]), hsum256(acc[1]), hsum256(acc[2]), hsum256(acc[3]));
   store_rows4(m.out + t * m.out_stride + r0, rstep, res);
+}
+
+// IQ4_XS, all activation rows of a small batch in one pass: each row's block is unpacked
+// once (values + 128, scale vectors) into a small buffer, then every token meets it with the
+// single-token pass's operations (the same lanes and float steps per row and token).
+void gemv4_iq4xs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t0, int64_t nt);
+
+// Chunks of up to 64 activation rows (their blocks stay in L2 while the 4 rows pass).
+void gemv4_iq4xs_tokens(const MatmulArgs& m, int64_t r0, int64_t rstep) {
+  for (int64_t t0 = 0; t0 < m.n_tok; t0 += 64) gemv4_iq4xs_chunk(m, r0, rstep, t0, std::min<int64_t>(64, m.n_tok - t0));
+}
+
+void gemv4_iq4xs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t0, int64_t nt) {
+  constexpr int kMaxTok = 64;
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const auto* act = static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride;
+  const __m512i tab = offset_table(kIq4nlValues), m4 = _mm512_set1_epi8(0x0F);
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i idx_sc[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                             _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
+  __m256 acc[kMaxTok][kRows];
+  for (int64_t t = 0; t < nt; ++t)
+    for (int r = 0; r < kRows; ++r) acc[t][r] = _mm256_setzero_ps();
+  struct Row {
+    __m512i ul[2], uh[2], sc[2];
+    float d;
+  } rows[kRows];
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(w0 + r * ws)[ib];
+      uint32_t sl;
+      std::memcpy(&sl, b.scales_l, 4);
+      const uint64_t sc8 = _pdep_u64(sl, 0x0F0F0F0F0F0F0F0Full) | _pdep_u64(b.scales_h, 0x0303030303030303ull) << 4;
+      const __m512i sc32 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))),
+                                            _mm512_set1_epi32(32));
+      for (int h = 0; h < 2; ++h) {
+        const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
+        rows[r].ul[h] = _mm512_shuffle_epi8(tab, _mm512_and_si512(q, m4));
+        rows[r].uh[h] = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+        rows[r].sc[h] = _mm512_permutexvar_epi32(idx_sc[h], sc32);
+      }
+      rows[r].d = half_to_float(b.d);
+    }
+    for (int64_t t = 0; t < nt; ++t) {
+      const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride)[ib];
+      __m512i al[2], ah[2], cl[2], ch[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m512i x0 = _mm512_loadu_si512(ab.qs + 128 * h), x1 = _mm512_loadu_si512(ab.qs + 128 * h + 64);
+        al[h] = _mm512_shuffle_i64x2(x0, x1, 0x88);
+        ah[h] = _mm512_shuffle_i64x2(x0, x1, 0xDD);
+        cl[h] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, al[h]));
+        ch[h] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, ah[h]));
+      }
+      for (int r = 0; r < kRows; ++r) {
+        __m512i sl_sum = _mm512_setzero_si512(), sh_sum = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+          sl_sum = _mm512_add_epi32(sl_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(cl[h], rows[r].ul[h], al[h]), rows[r].sc[h]));
+          sh_sum = _mm512_add_epi32(sh_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(ch[h], rows[r].uh[h], ah[h]), rows[r].sc[h]));
+        }
+        const float d = rows[r].d * ab.d;
+        acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes8(sl_sum, sh_sum)), acc[t][r]);
+      }
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t)
+    store_rows4(m.out + (t0 + t) * m.out_stride + r0, rstep,
+                _mm_setr_ps(hsum256(acc[t][0]), hsum256(acc[t][1]), hsum256(acc[t][2]), hsum256(acc[t][3])));
 }
 
 // The 8-lane int32 result of a register pair's sum: lanes 0..7 are one sub-block's, 8..15
@@ -675,6 +744,8 @@ void gemv4_nl32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 }
 
 }  // namespace
+
+GemvTokensFn gemv_tokens_fn_iq(GgmlType t) { return t == GgmlType::IQ4_XS ? gemv4_iq4xs_tokens : nullptr; }
 
 Gemv4Fn gemv4_fn_iq(GgmlType t) {
   switch (t) {

@@ -1,6 +1,6 @@
-// AVX-512 matmul for the 256-element i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
-// IQ3_S, IQ4_XS) when several activation rows share the weights (prefill, MoE experts with
-// a few tokens). Two weight rows at a time: each block is unpacked once (the tile loop's
+// AVX-512 matmul for the grid i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S;
+// IQ4_XS has a faster all-token pass in matmul_gemv_iq.cpp) when more activation rows share
+// the weights than the decode passes take (prefill, MoE experts). Two weight rows at a time: each block is unpacked once (the tile loop's
 // unpack, kernels/simd/iquant_blocks.inc) into int16 weights already multiplied by their
 // integer sub-block scale (at most 62 * 31 in magnitude), then every activation row of the
 // chunk meets it with VNNI dpwssd on the activation widened to int16: per 32 elements one
@@ -182,7 +182,6 @@ IqGemmFn iq_gemm_fn(GgmlType t) {
     case GgmlType::IQ2_S: return gemm_rows<DotIQ2_S>;
     case GgmlType::IQ3_XXS: return gemm_rows<DotIQ3_XXS>;
     case GgmlType::IQ3_S: return gemm_rows<DotIQ3_S>;
-    case GgmlType::IQ4_XS: return gemm_rows<DotIQ4_XS>;
     default: return nullptr;
   }
 }

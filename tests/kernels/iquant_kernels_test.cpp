@@ -139,5 +139,27 @@ TEST(IquantKernels, MatmulBitExact) {
       }
 }
 
+// Batches longer than the passes' token chunks (IQ4_XS runs every batch through its
+// all-token pass, 64 activation rows per chunk) and the int16 batch kernel's (64).
+TEST(IquantKernels, LongBatchesBitExact) {
+  std::mt19937 rng(29);
+  const int64_t n = 512, n_out = 21, n_tok = 70;
+  for (const KernelTable* kt : available_tables())
+    for (GgmlType t : {GgmlType::IQ4_XS, GgmlType::IQ2_XXS, GgmlType::IQ1_S}) {
+      const auto w = iq_rows(rng, t, n, n_out, ScaleMode::kRandom, -1);
+      const auto a = act_rows(rng, t, n, n_tok, -1);
+      const size_t wrow = ggml_row_size(t, n), arow = ggml_row_size(vec_dot_type(t), n);
+      std::vector<float> out(static_cast<size_t>(n_out * n_tok), NAN);
+      kt->matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n, .row_begin = 0, .row_end = n_out,
+                  .act = a.data(), .act_row_stride = arow, .n_tok = n_tok, .out = out.data(), .out_stride = n_out});
+      for (int64_t it = 0; it < n_tok; ++it)
+        for (int64_t r = 0; r < n_out; ++r) {
+          const float want = ref::vec_dot(t, n, w.data() + r * wrow, a.data() + it * arow);
+          ASSERT_TRUE(same(out[static_cast<size_t>(it * n_out + r)], want))
+              << table_name(*kt) << " " << ggml_type_name(t) << " tok " << it << " row " << r;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace ds::test
