@@ -321,14 +321,13 @@ int64_t gemv_max_tok(GgmlType t) {
   // 24.8/24.3, 4 26.2/32.1; IQ3_XXS 4 27.9/22.6, 8 52.8/53.4; IQ3_S 4 32.3/25.2, 8 43.7/51.7;
   // IQ1_S 3 25.8/24.8, 4 25.9/33.5; IQ1_M 4 45.5/38.4, 8 63.4/77.0. IQ4_NL/MXFP4 passes cost
   // ~1.3 ns per block and row against the tile loop's ~2 at any token count.
-  // IQ4_XS at any count: its all-token pass (gemv4_iq4xs_tokens, unpacking once per block
-  // and 4 rows) measured 2.5x the int16 GEMM: 64 tokens 82.5 vs 202 us, 128 169 vs 443.
+  // IQ4_XS, IQ2_XXS and IQ1_S at any count: their all-token passes (unpacking once per
+  // block and 4 rows) beat the int16 GEMM everywhere, us: IQ4_XS 64 tokens 82.5 vs 202, 128
+  // 169 vs 443; IQ2_XXS 2 7.0 vs 19.1, 64 107 vs 200; IQ1_S 2 12.5 vs 20.6, 64 146 vs 216.
   switch (t) {
-    case GgmlType::IQ4_XS: return INT64_MAX;
+    case GgmlType::IQ4_XS: case GgmlType::IQ2_XXS: case GgmlType::IQ1_S: return INT64_MAX;
     case GgmlType::IQ4_NL: case GgmlType::MXFP4: return 7;
-    case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: case GgmlType::IQ3_S: case GgmlType::IQ1_M:
-      return 4;
-    case GgmlType::IQ1_S: return 3;
+    case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: case GgmlType::IQ3_S: case GgmlType::IQ1_M: return 4;
     case GgmlType::IQ2_S: return 2;
     default: break;
   }

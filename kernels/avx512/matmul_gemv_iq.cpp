@@ -387,6 +387,66 @@ void gemv4_iq3s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   store_rows4(m.out + t * m.out_stride + r0, rstep, res);
 }
 
+// IQ2_XXS over all activation rows of a batch, as gemv4_iq4xs_tokens: each 4-row group's
+// block is looked up and expanded once (grid bytes, sign masks, scale vectors), then every
+// activation row of a chunk of up to 64 meets it with gemv4_iq2xxs's operations.
+void gemv4_iq2xxs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t0, int64_t nt) {
+  constexpr int kMaxTok = 64;
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const auto* act = static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride;
+  static const Grid2<256> grid(kIq2xxsGrid);
+  const __m512i idx_a = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i idx_b = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m256 acc[kMaxTok][kRows];
+  for (int64_t t = 0; t < nt; ++t)
+    for (int r = 0; r < kRows; ++r) acc[t][r] = _mm256_setzero_ps();
+  struct Row {
+    __m512i g[4], sc[4];
+    uint64_t sg[4];
+    float d;
+  } rows[kRows];
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ2_XXS& b = reinterpret_cast<const BlockIQ2_XXS*>(w0 + r * ws)[ib];
+      const __m512i q = _mm512_loadu_si512(b.qs);
+      const __m256i ia = _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx_a, q));
+      const __m256i wb = _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx_b, q));
+      const __m512i codes = grid.lookup(_mm512_cvtepu8_epi16(ia));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows[r].sg), ksigns_bytes(wb));
+      const __m512i sc8 = _mm512_castsi256_si512(
+          _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(wb, 28), 1), _mm256_set1_epi32(1)));
+      for (int p = 0; p < 4; ++p) {
+        rows[r].g[p] = grid.expand.bytes(codes, p);
+        rows[r].sc[p] = scale_pair(sc8, p);
+      }
+      rows[r].d = half_to_float(b.d);
+    }
+    for (int64_t t = 0; t < nt; ++t) {
+      const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride)[ib];
+      ActQ8K av;
+      av.load(ab);
+      for (int r = 0; r < kRows; ++r) {
+        __m512i s = _mm512_setzero_si512();
+        for (int p = 0; p < 4; ++p) {
+          const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(rows[r].sg[p]), _mm512_setzero_si512(), av.x[p]);
+          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), rows[r].g[p], x), rows[r].sc[p]));
+        }
+        const float d = rows[r].d * ab.d;
+        acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[t][r]);
+      }
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t)
+    store_rows4(m.out + (t0 + t) * m.out_stride + r0, rstep,
+                _mm_setr_ps(0.125f * hsum256(acc[t][0]), 0.125f * hsum256(acc[t][1]), 0.125f * hsum256(acc[t][2]),
+                            0.125f * hsum256(acc[t][3])));
+}
+
+void gemv4_iq2xxs_tokens(const MatmulArgs& m, int64_t r0, int64_t rstep) {
+  for (int64_t t0 = 0; t0 < m.n_tok; t0 += 64) gemv4_iq2xxs_chunk(m, r0, rstep, t0, std::min<int64_t>(64, m.n_tok - t0));
+}
+
 // IQ2_XS: a u16 per group (9-bit index, 7-bit sign code: its parity computed as for
 // IQ2_XXS), two 4-bit scales per 32 (one per 16 elements: register p's lanes 4j..4j+3 take
 // half-sub-block 4p + j's), factor 0.125.
@@ -659,6 +719,83 @@ void gemv4_iq1m(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   store_rows4(m.out + t * m.out_stride + r0, rstep, _mm_load_ps(o));
 }
 
+// IQ1_S over all activation rows of a batch (as gemv4_iq2xxs_tokens): each 4-row group's
+// block is gathered once (grid + 1, scale vectors, the delta scales), then every activation
+// row of a chunk of up to 64 meets it with gemv4_iq1s's operations.
+void gemv4_iq1s_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t0, int64_t nt) {
+  constexpr int kMaxTok = 64;
+  const uint8_t* w0 = static_cast<const uint8_t*>(m.w) + r0 * m.w_row_stride;
+  const size_t ws = m.w_row_stride * static_cast<size_t>(rstep);
+  const auto* act = static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride;
+  const auto* grid = reinterpret_cast<const long long*>(kIq1sGrid);
+  const __m512i one = _mm512_set1_epi8(1);
+  const __m512i idx_h[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                            _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
+  const __m512i shl = _mm512_setr_epi32(8, 5, 2, 0, 8, 5, 2, 0, 8, 5, 2, 0, 8, 5, 2, 0);
+  const __m512i shr = _mm512_setr_epi32(0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1);
+  float acc1[kMaxTok][kRows];
+  __m256 acc[kMaxTok][kRows];
+  for (int64_t t = 0; t < nt; ++t)
+    for (int r = 0; r < kRows; ++r) {
+      acc[t][r] = _mm256_setzero_ps();
+      acc1[t][r] = 0.0f;
+    }
+  struct Row {
+    __m512i g[4], sc[4];
+    __m256i dsc;
+    float d;
+  } rows[kRows];
+  for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
+    for (int r = 0; r < kRows; ++r) {
+      const BlockIQ1_S& b = reinterpret_cast<const BlockIQ1_S*>(w0 + r * ws)[ib];
+      const __m256i qh = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)));
+      const __m512i qh16 = _mm512_castsi256_si512(qh);
+      const __m512i sc8 = _mm512_castsi256_si512(
+          _mm256_add_epi32(_mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)), 1),
+                           _mm256_set1_epi32(1)));
+      for (int h = 0; h < 2; ++h) {
+        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h)));
+        const __m512i hw = _mm512_permutexvar_epi32(idx_h[h], qh16);
+        const __m512i gi = _mm512_or_si512(
+            lo, _mm512_and_si512(_mm512_srlv_epi32(_mm512_sllv_epi32(hw, shl), shr), _mm512_set1_epi32(0x700)));
+        rows[r].g[2 * h] = _mm512_add_epi8(_mm512_i32gather_epi64(_mm512_castsi512_si256(gi), grid, 8), one);
+        rows[r].g[2 * h + 1] = _mm512_add_epi8(_mm512_i32gather_epi64(_mm512_extracti64x4_epi64(gi, 1), grid, 8), one);
+      }
+      for (int p = 0; p < 4; ++p) rows[r].sc[p] = scale_pair(sc8, p);
+      rows[r].dsc = _mm256_mask_sub_epi32(_mm512_castsi512_si256(sc8), _mm256_movepi32_mask(_mm256_slli_epi32(qh, 16)),
+                                          _mm256_setzero_si256(), _mm512_castsi512_si256(sc8));
+      rows[r].d = half_to_float(b.d);
+    }
+    for (int64_t t = 0; t < nt; ++t) {
+      const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(act + t * m.act_row_stride)[ib];
+      ActQ8K av;
+      av.load(ab);
+      __m512i neg_sums[4];
+      for (int p = 0; p < 4; ++p)
+        neg_sums[p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, av.x[p]));
+      const __m256i bs32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), _mm256_set1_epi16(1));
+      for (int r = 0; r < kRows; ++r) {
+        __m512i s = _mm512_setzero_si512();
+        for (int p = 0; p < 4; ++p)
+          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(neg_sums[p], rows[r].g[p], av.x[p]), rows[r].sc[p]));
+        const int sum1 = hsum_epi32(_mm256_mullo_epi32(rows[r].dsc, bs32));
+        const float d = rows[r].d * ab.d;
+        acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[t][r]);
+        acc1[t][r] = std::fma(d, static_cast<float>(sum1), acc1[t][r]);
+      }
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t) {
+    alignas(16) float o[kRows];
+    for (int r = 0; r < kRows; ++r) o[r] = hsum256(acc[t][r]) + kIq1Delta * acc1[t][r];
+    store_rows4(m.out + (t0 + t) * m.out_stride + r0, rstep, _mm_load_ps(o));
+  }
+}
+
+void gemv4_iq1s_tokens(const MatmulArgs& m, int64_t r0, int64_t rstep) {
+  for (int64_t t0 = 0; t0 < m.n_tok; t0 += 64) gemv4_iq1s_chunk(m, r0, rstep, t0, std::min<int64_t>(64, m.n_tok - t0));
+}
+
 // IQ4_NL (18 bytes: d, qs[16]) and MXFP4 (17 bytes: e, qs[16]) against Q8_0: 4 blocks per
 // step, one 128-bit chunk per block (low nibbles = elements 0..15, high = 16..31, the Q8_0
 // activation split the same way), as matmul_gemv32.cpp does for Q4_0. Values plus 128
@@ -745,7 +882,14 @@ void gemv4_nl32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 
 }  // namespace
 
-GemvTokensFn gemv_tokens_fn_iq(GgmlType t) { return t == GgmlType::IQ4_XS ? gemv4_iq4xs_tokens : nullptr; }
+GemvTokensFn gemv_tokens_fn_iq(GgmlType t) {
+  switch (t) {
+    case GgmlType::IQ4_XS: return gemv4_iq4xs_tokens;
+    case GgmlType::IQ2_XXS: return gemv4_iq2xxs_tokens;
+    case GgmlType::IQ1_S: return gemv4_iq1s_tokens;
+    default: return nullptr;
+  }
+}
 
 Gemv4Fn gemv4_fn_iq(GgmlType t) {
   switch (t) {

@@ -1,6 +1,6 @@
-// AVX-512 matmul for the grid i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S;
-// IQ4_XS has a faster all-token pass in matmul_gemv_iq.cpp) when more activation rows share
-// the weights than the decode passes take (prefill, MoE experts). Two weight rows at a time: each block is unpacked once (the tile loop's
+// AVX-512 matmul for the grid i-quants without an all-token pass (IQ1_M, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S; IQ1_S, IQ2_XXS and IQ4_XS have faster ones in matmul_gemv_iq.cpp) when more
+// activation rows share the weights than the decode passes take (prefill, MoE experts). Two weight rows at a time: each block is unpacked once (the tile loop's
 // unpack, kernels/simd/iquant_blocks.inc) into int16 weights already multiplied by their
 // integer sub-block scale (at most 62 * 31 in magnitude), then every activation row of the
 // chunk meets it with VNNI dpwssd on the activation widened to int16: per 32 elements one
@@ -18,7 +18,6 @@
 #include <type_traits>
 
 #include "kernels/avx512/dot_blocks.h"
-#include "kernels/avx512/gemv_common.h"
 #include "kernels/avx512/kernels_avx512.h"
 
 namespace ds::avx512 {
@@ -39,11 +38,10 @@ inline __m512i scaled16(const typename Dq::Unpacked& u, int ib, const __m256i* w
 template <class Dq, int R>
 struct GemmRows {
   static constexpr int kPairs = R / 2;
-  static constexpr bool kIq1s = std::is_same_v<Dq, DotIQ1_S>, kIq1m = std::is_same_v<Dq, DotIQ1_M>;
+  static constexpr bool kIq1m = std::is_same_v<Dq, DotIQ1_M>;
   using WB = typename Dq::WBlock;
   struct Acc {  // per activation row and pair q: [row 2q lanes 0..7 | row 2q + 1 lanes 0..7]
     __m512 v[kPairs], delta[kPairs];  // delta: IQ1_M's second chain
-    __m128 d1;                        // IQ1_S's delta chains, lane r: row r
   };
 
   // The signed weights of a block (before the scale).
@@ -56,8 +54,8 @@ struct GemmRows {
 
   // Activation rows t .. t + NT - 1 of the chunk against the unpacked block of the R rows.
   template <int NT>
-  [[gnu::always_inline]] static void step(const __m512i (*w)[8], const __m512i (*wd)[8], const __m512i* dsc, __m128 d4,
-                                          const __m512* dw, const BlockQ8_K* const* a, Acc* acc) {
+  [[gnu::always_inline]] static void step(const __m512i (*w)[8], const __m512i (*wd)[8], const __m512* dw,
+                                          const BlockQ8_K* const* a, Acc* acc) {
     __m512i s[NT][R], sd[NT][R];
     for (int t = 0; t < NT; ++t)
       for (int r = 0; r < R; ++r) s[t][r] = sd[t][r] = _mm512_setzero_si512();
@@ -84,16 +82,6 @@ struct GemmRows {
           acc[t].delta[q] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(ld), acc[t].delta[q]);
         }
       }
-    if constexpr (kIq1s)  // the delta terms: row r's +-(2s + 1) per bsum, summed with one tree for the R rows
-      for (int t = 0; t < NT; ++t) {
-        const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums)));
-        const __m512i m0 = _mm512_madd_epi16(bs, dsc[0]);
-        const __m512i m1 = kPairs > 1 ? _mm512_madd_epi16(bs, dsc[kPairs - 1]) : _mm512_setzero_si512();
-        // 128-bit chunk r: 4 partial sums of row r
-        const __m512i x = _mm512_add_epi32(_mm512_permutex2var_epi32(m0, even, m1), _mm512_permutex2var_epi32(m0, odd, m1));
-        const __m128 dd = _mm_mul_ps(d4, _mm_set1_ps(a[t]->d));
-        acc[t].d1 = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(gemv::reduce_chunks4(x)), acc[t].d1);
-      }
   }
 
   // Rows [r0, r0 + R) against activation rows [t0, t0 + nt), nt <= kChunkG.
@@ -102,14 +90,12 @@ struct GemmRows {
     Acc acc[kChunkG];
     for (int64_t t = 0; t < nt; ++t) {
       for (int q = 0; q < kPairs; ++q) acc[t].v[q] = acc[t].delta[q] = _mm512_setzero_ps();
-      acc[t].d1 = _mm_setzero_ps();
     }
     const WB* w[R];
     for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const WB*>(static_cast<const uint8_t*>(m.w) + (r0 + r) * m.w_row_stride);
     for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
       __m512i ws[R][8], wd[R][8];
-      __m256i dsc[R];
-      alignas(16) float d[4] = {};
+      float d[R];
       for (int r = 0; r < R; ++r) {
         typename Dq::Unpacked u;
         Dq::unpack(w[r][ib], u);
@@ -118,24 +104,19 @@ struct GemmRows {
         for (int k = 0; k < 8; ++k) ws[r][k] = scaled16<Dq>(u, k, w8);
         if constexpr (kIq1m)
           for (int k = 0; k < 8; ++k) wd[r][k] = scaled16<Dq>(u, k, u.dl);
-        if constexpr (kIq1s) dsc[r] = u.dsc;
         d[r] = u.d;
       }
-      __m512i dsc2[kPairs];  // IQ1_S: [row 2q | row 2q + 1]
-      if constexpr (kIq1s)
-        for (int q = 0; q < kPairs; ++q) dsc2[q] = _mm512_inserti64x4(_mm512_castsi256_si512(dsc[2 * q]), dsc[2 * q + 1], 1);
-      const __m128 d4 = _mm_load_ps(d);
       __m512 dw[kPairs];
       for (int q = 0; q < kPairs; ++q) dw[q] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[2 * q]), _mm512_set1_ps(d[2 * q + 1]));
       const BlockQ8_K* a[kToksG];
       int64_t t = 0;
       for (; t + kToksG <= nt; t += kToksG) {
         for (int k = 0; k < kToksG; ++k) a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
-        step<kToksG>(ws, wd, dsc2, d4, dw, a, acc + t);
+        step<kToksG>(ws, wd, dw, a, acc + t);
       }
       for (; t < nt; ++t) {
         a[0] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t) * m.act_row_stride) + ib;
-        step<1>(ws, wd, dsc2, d4, dw, a, acc + t);
+        step<1>(ws, wd, dw, a, acc + t);
       }
     }
     for (int64_t t = 0; t < nt; ++t)
@@ -143,11 +124,7 @@ struct GemmRows {
         const int q = r / 2;
         const __m256 v = r % 2 == 0 ? _mm512_castps512_ps256(acc[t].v[q]) : _mm512_extractf32x8_ps(acc[t].v[q], 1);
         typename Dq::Acc out;
-        if constexpr (kIq1s) {
-          alignas(16) float d1[4];
-          _mm_store_ps(d1, acc[t].d1);
-          out = {v, d1[r]};
-        } else if constexpr (kIq1m) {
+        if constexpr (kIq1m) {
           out = {v, r % 2 == 0 ? _mm512_castps512_ps256(acc[t].delta[q]) : _mm512_extractf32x8_ps(acc[t].delta[q], 1)};
         } else {
           out = {v};
@@ -175,9 +152,7 @@ int64_t gemm_rows(const MatmulArgs& m) {
 
 IqGemmFn iq_gemm_fn(GgmlType t) {
   switch (t) {
-    case GgmlType::IQ1_S: return gemm_rows<DotIQ1_S>;
     case GgmlType::IQ1_M: return gemm_rows<DotIQ1_M>;
-    case GgmlType::IQ2_XXS: return gemm_rows<DotIQ2_XXS>;
     case GgmlType::IQ2_XS: return gemm_rows<DotIQ2_XS>;
     case GgmlType::IQ2_S: return gemm_rows<DotIQ2_S>;
     case GgmlType::IQ3_XXS: return gemm_rows<DotIQ3_XXS>;
