@@ -315,19 +315,20 @@ int64_t gemv_max_tok(GgmlType t) {
   // 334/352, 3 tokens 778/713 -> 540/505, 4 tokens 963/910 -> 689/662; Q3_K 2 tokens
   // 641/656 -> 536/535, 3 tokens 809/794 -> 817/769, 4 tokens 1010/1007 -> 1119/1019.
   // I-quants and MXFP4 (matmul_gemv_iq.cpp): the passes against the batch kernels (int16 GEMM
-  // for the 256-element types, 16-row panels from 8 rows for IQ4_NL/MXFP4), 64 rows x 2048,
-  // CPU time, us, GEMM / passes: IQ4_XS 8 tokens 34.9/25.5, 16 59.4/50.6, 32 113/103; IQ2_XXS
-  // 4 tokens 24.0/22.3, 8 44.5/52.8; IQ2_XS 4 30.7/21.5, 8 44.5/49.4; IQ2_S 2 22.0/16.5, 3
-  // 24.8/24.3, 4 26.2/32.1; IQ3_XXS 4 27.9/22.6, 8 52.8/53.4; IQ3_S 4 32.3/25.2, 8 43.7/51.7;
-  // IQ1_S 3 25.8/24.8, 4 25.9/33.5; IQ1_M 4 45.5/38.4, 8 63.4/77.0. IQ4_NL/MXFP4 passes cost
-  // ~1.3 ns per block and row against the tile loop's ~2 at any token count.
-  // IQ4_XS, IQ2_XXS and IQ1_S at any count: their all-token passes (unpacking once per
-  // block and 4 rows) beat the int16 GEMM everywhere, us: IQ4_XS 64 tokens 82.5 vs 202, 128
-  // 169 vs 443; IQ2_XXS 2 7.0 vs 19.1, 64 107 vs 200; IQ1_S 2 12.5 vs 20.6, 64 146 vs 216.
+  // for the grid types and IQ4_XS, 16-row panels from 8 rows for IQ4_NL/MXFP4). 1536 rows x
+  // 2048, one thread, CPU time, us, GEMM / passes (IQ4_XS, IQ2_XXS, IQ1_S: their all-token
+  // passes, which unpack once per block and 4 rows): IQ4_XS 8 tokens 307/262, 16 472/506, 48
+  // 1152/1441; IQ2_XXS 8 447/318, 16 587/546, 48 1190/1335; IQ1_S 48 tokens 160/176 GOPS
+  // (bench_kernels GEMM_MOE); IQ3_XXS 3 447/374, 4 450/553; IQ2_XS 3 508/364, 4 454/456; IQ1_M
+  // 4 797/759, 8 1181/1514; IQ2_S 2 419/323, 3 396/478; IQ3_S 4 509/481, 8 570/942.
+  // IQ4_NL/MXFP4 passes cost ~1.3 ns per block and row against the tile loop's ~2.
   switch (t) {
-    case GgmlType::IQ4_XS: case GgmlType::IQ2_XXS: case GgmlType::IQ1_S: return INT64_MAX;
+    case GgmlType::IQ1_S: return INT64_MAX;
+    case GgmlType::IQ2_XXS: return 16;
+    case GgmlType::IQ4_XS: return 12;
     case GgmlType::IQ4_NL: case GgmlType::MXFP4: return 7;
-    case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: case GgmlType::IQ3_S: case GgmlType::IQ1_M: return 4;
+    case GgmlType::IQ3_S: case GgmlType::IQ1_M: return 4;
+    case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: return 3;
     case GgmlType::IQ2_S: return 2;
     default: break;
   }

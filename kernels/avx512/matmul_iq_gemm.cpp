@@ -1,8 +1,9 @@
-// AVX-512 matmul for the grid i-quants without an all-token pass (IQ1_M, IQ2_XS, IQ2_S,
-// IQ3_XXS, IQ3_S; IQ1_S, IQ2_XXS and IQ4_XS have faster ones in matmul_gemv_iq.cpp) when more
-// activation rows share the weights than the decode passes take (prefill, MoE experts). Two weight rows at a time: each block is unpacked once (the tile loop's
-// unpack, kernels/simd/iquant_blocks.inc) into int16 weights already multiplied by their
-// integer sub-block scale (at most 62 * 31 in magnitude), then every activation row of the
+// AVX-512 matmul for the 256-element i-quants but IQ1_S (IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S, IQ4_XS; IQ1_S's all-token pass in matmul_gemv_iq.cpp is faster at every
+// batch size) when more activation rows share the weights than the decode passes take
+// (prefill, MoE experts; gemv_max_tok). Four weight rows at a time: each block is unpacked
+// once (the tile loop's unpack, kernels/simd/iquant_blocks.inc) into int16 weights already
+// multiplied by their integer sub-block scale (at most 62 * 31), then every activation row of the
 // chunk meets it with VNNI dpwssd on the activation widened to int16: per 32 elements one
 // instruction per row, and no separate scale multiply. An int32 lane of the sum holds 2
 // elements (the same 2 of every sub-block); adding lane pairs gives the reference's 8
@@ -153,10 +154,12 @@ int64_t gemm_rows(const MatmulArgs& m) {
 IqGemmFn iq_gemm_fn(GgmlType t) {
   switch (t) {
     case GgmlType::IQ1_M: return gemm_rows<DotIQ1_M>;
+    case GgmlType::IQ2_XXS: return gemm_rows<DotIQ2_XXS>;
     case GgmlType::IQ2_XS: return gemm_rows<DotIQ2_XS>;
     case GgmlType::IQ2_S: return gemm_rows<DotIQ2_S>;
     case GgmlType::IQ3_XXS: return gemm_rows<DotIQ3_XXS>;
     case GgmlType::IQ3_S: return gemm_rows<DotIQ3_S>;
+    case GgmlType::IQ4_XS: return gemm_rows<DotIQ4_XS>;
     default: return nullptr;
   }
 }

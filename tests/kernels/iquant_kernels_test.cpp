@@ -139,8 +139,8 @@ TEST(IquantKernels, MatmulBitExact) {
       }
 }
 
-// Batches longer than the passes' token chunks (IQ4_XS runs every batch through its
-// all-token pass, 64 activation rows per chunk) and the int16 batch kernel's (64).
+// Batches longer than the token chunks of IQ1_S's all-token pass (every IQ1_S batch, 64
+// activation rows per chunk) and of the int16 batch kernel (64; IQ4_XS, IQ2_XXS).
 TEST(IquantKernels, LongBatchesBitExact) {
   std::mt19937 rng(29);
   const int64_t n = 512, n_out = 21, n_tok = 70;
