@@ -73,4 +73,22 @@ bool ggml_type_from_name(const char* name, GgmlType* out) {
   return false;
 }
 
+const char* ggml_unsupported_type_hint(uint32_t id) {
+  // ../shared/SPEC-iquants.md, summary table notes; ik_llama.cpp numbers its own types from 137.
+  switch (id) {
+    case 24: return "I8";
+    case 25: return "I16";
+    case 26: return "I32";
+    case 27: return "I64";
+    case 28: return "F64";
+    case 31: case 32: case 33: case 36: case 37: case 38: return "a retired repacked layout no current file may contain";
+    case 34: return "TQ1_0 (ternary)";
+    case 35: return "TQ2_0 (ternary)";
+    case 40: return "NVFP4";
+    case 41: return "Q1_0";
+    case 42: return "Q2_0";
+    default: return id >= 137 ? "an ik_llama.cpp-only type such as IQ4_K" : "";
+  }
+}
+
 }  // namespace ds

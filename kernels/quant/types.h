@@ -49,6 +49,9 @@ static inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).na
 static inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
 // The tensor types a model file may use, comma-separated in id order ("F32, F16, Q4_0, ...").
 std::string ggml_supported_type_names();
+// What an id this project does not read is, for error messages ("TQ1_0 (ternary)", "an
+// ik_llama.cpp-only type such as IQ4_K"); "" when nothing is known about it.
+const char* ggml_unsupported_type_hint(uint32_t id);
 // True for the i-quant and MXFP4 types (ids 16-23, 29, 39).
 bool ggml_type_is_iquant(GgmlType t);
 // Parses "Q4_K", "q4_k", "F16", "IQ2_XXS", "MXFP4", ...; returns false when unknown.

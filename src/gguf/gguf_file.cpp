@@ -241,8 +241,10 @@ struct GgufParser {
     DS_RETURN_IF_ERROR(read(&type, "tensor type"));
     const GgmlTypeTraits tr = ggml_type_traits(type);
     if (!tr.name || type == static_cast<uint32_t>(GgmlType::Q8_1)) {
-      return fail(str_format("%s: unknown or unsupported tensor type %u (supported: %s)", field.c_str(), type,
-                             ggml_supported_type_names().c_str()), pos - 4);
+      const std::string hint = ggml_unsupported_type_hint(type);
+      return fail(str_format("%s: unknown or unsupported tensor type %u%s (supported: %s)", field.c_str(), type,
+                             hint.empty() ? "" : (" = " + hint).c_str(), ggml_supported_type_names().c_str()),
+                  pos - 4);
     }
     ti->type = static_cast<GgmlType>(type);
     if (ti->ne[0] % tr.block_size != 0) {

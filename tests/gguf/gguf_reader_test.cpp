@@ -210,6 +210,8 @@ TEST(GgufReader, AcceptsIQuantsAndMxfp4WithTheirRowLengthRules) {
     expect_error(one_tensor({256}, id, 0, 1024).bytes, "tensor 'w': unknown or unsupported tensor type " +
                                                            std::to_string(id));
   }
+  expect_error(one_tensor({256}, 137, 0, 1024).bytes, "type 137 = an ik_llama.cpp-only type such as IQ4_K");
+  expect_error(one_tensor({256}, 34, 0, 1024).bytes, "type 34 = TQ1_0 (ternary)");
   Status s = open_status(one_tensor({256}, 137, 0, 1024).bytes);
   EXPECT_NE(s.message().find("IQ2_XXS"), std::string::npos) << "the error lists the supported types: " << s.message();
   EXPECT_NE(s.message().find("MXFP4"), std::string::npos) << s.message();
