@@ -4,6 +4,13 @@
 # read bandwidth, int8, fp32 and (AVX512_BF16) bf16 peaks measured in the same run and the
 # rooflines they imply.
 #   scripts/bench.sh [extra ds-cli bench flags...]      e.g. scripts/bench.sh --profile
+# MODELS iq1 and iq4xs (not in the default list) are the moe-bench shape with experts of 1536
+# (a multiple of 256, as V3's 2048) and a 16384-token vocabulary, so that experts rather than
+# the output head dominate decode: iq1 the "dynamic 1.58-bit" mix (routed gate/up IQ1_S, down
+# IQ2_XXS, the rest Q4_K_M; `ds-cli synth` writes random grid blocks), iq4xs every block weight
+# but token_embd and output IQ4_XS (attn_k_b IQ4_NL) with random valid blocks
+# (scripts/gguf_retype.py on a Q4_K_M synth with experts of 256: quantizing 1.5 GB to IQ4_XS
+# would take many minutes).
 # Env: THREADS (default 2), REPEATS (default 3), BATCH (default 8), PROMPT (default 512),
 #      GEN (default 128), BUILD_DIR (default build), MODELS (default "dense moe").
 # Builds ds-cli (Release) when it is missing; reuses build/bench/*.gguf when present.
@@ -26,15 +33,41 @@ if [ ! -x "$cli" ]; then
 fi
 
 mkdir -p "$build/bench"
-declare -A shape=([dense]=r1-distill-qwen-1.5b [moe]=moe-bench)
-declare -A label=([dense]="R1-Distill-Qwen-1.5B shape" [moe]="V3-style MoE (V2-Lite scale)")
+declare -A shape=([dense]=r1-distill-qwen-1.5b [moe]=moe-bench [iq1]=moe-bench [iq4xs]=moe-bench)
+declare -A label=([dense]="R1-Distill-Qwen-1.5B shape" [moe]="V3-style MoE (V2-Lite scale)"
+                  [iq1]="V3-style MoE, dynamic 1.58-bit mix" [iq4xs]="V3-style MoE, IQ4_XS")
 # The issue's reference numbers: reference engine pp/tg/x8, fastest fork pp/tg.
-declare -A ref=([dense]="88 34 46 154 43" [moe]="151 60 81 429 68")
+declare -A ref=([dense]="88 34 46 154 43" [moe]="151 60 81 429 68" [iq1]="- - - - -" [iq4xs]="- - - - -")
+declare -A mix=([iq1]="--type Q4_K_M --tensor-type ffn_gate_exps=IQ1_S --tensor-type ffn_up_exps=IQ1_S --tensor-type ffn_down_exps=IQ2_XXS"
+                [iq4xs]="retype")
+# iq4xs: the small-expert synth, its expert tensors rewritten at 1536 (shared: 2 x 1536).
+iq4xs_model() {
+  local f=$1 base="$build/bench/moe-bench-ff256-v16k-Q4_K_M.gguf"
+  if [ ! -s "$base" ]; then
+    "$cli" synth --shape moe-bench --set expert_feed_forward_length=256 --set vocab_size=16384 --type Q4_K_M \
+      --out "$base.tmp" --threads "$threads" >&2
+    mv "$base.tmp" "$base"
+  fi
+  python3 scripts/gguf_retype.py --set-u32 deepseek2.expert_feed_forward_length=1536 --dim 256=1536 --dim 512=3072 \
+    "$base" "$f.tmp" '_(exps|shexp)\.=IQ4_XS' \
+    '^blk\..*\.(attn_(q_a|q_b|kv_a_mqa|k_b|v_b|output)|ffn_(gate|up|down))\.weight$=IQ4_XS' >&2
+  mv "$f.tmp" "$f"
+}
 
 results=()
 for m in $models; do
   f="$build/bench/${shape[$m]}-Q4_K_M.gguf"
-  if [ ! -s "$f" ]; then
+  [ -n "${mix[$m]:-}" ] && f="$build/bench/${shape[$m]}-$m.gguf"
+  if [ ! -s "$f" ] && [ "${mix[$m]:-}" = retype ]; then
+    echo "bench.sh: making $f" >&2
+    iq4xs_model "$f"
+  elif [ ! -s "$f" ] && [ -n "${mix[$m]:-}" ]; then
+    echo "bench.sh: making $f" >&2
+    # shellcheck disable=SC2086
+    "$cli" synth --shape "${shape[$m]}" --set expert_feed_forward_length=1536 --set vocab_size=16384 ${mix[$m]} \
+      --out "$f.tmp" --threads "$threads" >&2
+    mv "$f.tmp" "$f"
+  elif [ ! -s "$f" ]; then
     echo "bench.sh: making $f" >&2
     "$cli" synth --shape "${shape[$m]}" --type Q4_K_M --out "$f.tmp" --threads "$threads" >&2
     mv "$f.tmp" "$f"
@@ -48,8 +81,9 @@ done
 python3 - "$batch" "$prompt" "$gen" "${results[@]}" <<PY
 import json, sys
 batch, prompt, gen = sys.argv[1:4]
-label = {"dense": "${label[dense]}", "moe": "${label[moe]}"}
-ref = {"dense": "${ref[dense]}".split(), "moe": "${ref[moe]}".split()}
+label = {"dense": "${label[dense]}", "moe": "${label[moe]}", "iq1": "${label[iq1]}", "iq4xs": "${label[iq4xs]}"}
+ref = {"dense": "${ref[dense]}".split(), "moe": "${ref[moe]}".split(), "iq1": "${ref[iq1]}".split(),
+       "iq4xs": "${ref[iq4xs]}".split()}
 rows = [a.split("|", 1) for a in sys.argv[4:]]
 print(f"| model | engine | pp{prompt} t/s | tg{gen} t/s | {batch}-stream aggregate t/s | x{batch}/x1 | tg roofline | pp roofline |")
 print("|---|---|---|---|---|---|---|---|")
@@ -58,8 +92,9 @@ for m, js in rows:
     j = json.loads(js)
     limits.append((m, j))
     r = ref[m]
-    print(f"| {label[m]} | reference engine | {r[0]} | {r[1]} | {r[2]} | | | |")
-    print(f"| {label[m]} | fastest CPU fork | {r[3]} | {r[4]} | - | | | |")
+    if r[0] != "-":  # the i-quant models have no published reference numbers
+        print(f"| {label[m]} | reference engine | {r[0]} | {r[1]} | {r[2]} | | | |")
+        print(f"| {label[m]} | fastest CPU fork | {r[3]} | {r[4]} | - | | | |")
     ratio = j["batch_tg_tps"] / j["tg_tps"] if j["tg_tps"] else 0
     print(f"| {label[m]} | **ds-server** | {j['pp_tps']:.1f} ({j['pp_tps_min']:.0f}..{j['pp_tps_max']:.0f}) "
           f"| {j['tg_tps']:.1f} ({j['tg_tps_min']:.1f}..{j['tg_tps_max']:.1f}) | {j['batch_tg_tps']:.1f} | {ratio:.2f}x "

@@ -10,12 +10,16 @@
 
 #include <cstring>
 
+#include <cmath>
+
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/iq_unpack.h"
 #include "kernels/ref/ref.h"
 
 namespace ds::avx2 {
 
 #include "kernels/simd/x86_helpers.inc"
+#include "kernels/simd/iquant_blocks.inc"
 
 // sum of w (u8) * a (s8) in int32 lanes, each lane weighted by the int16 scale lanes.
 inline __m256i dot_scaled(__m256i w, __m256i a, __m256i scale16) {

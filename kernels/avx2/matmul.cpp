@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/avx2/dot_blocks.h"
 #include "kernels/avx2/kernels_avx2.h"
@@ -169,7 +170,7 @@ struct Quant {
   // (dense Q8_0 decode 15.2 vs 15.3 t/s; 11.3 without the prefetch).
   static void rows(const MatmulArgs& m, int64_t r0, int64_t r1, int64_t t0, int64_t nt) {
     int64_t r = r0;
-    if constexpr (Dq::kBlock == 32) {
+    if constexpr (std::is_base_of_v<Dot32Base, Dq>) {  // the legacy 32-block types
       const int64_t nb = m.n_in / Dq::kBlock;
       const uint8_t* act = static_cast<const uint8_t*>(m.act);
       for (; nt > 1 && r + 8 <= r1; r += 8) {
@@ -238,6 +239,16 @@ std::pair<RowFn, DotFn> fast_path(GgmlType t) {
     case GgmlType::Q4_K: return fns<Quant<DotQ4K>>();
     case GgmlType::Q5_K: return fns<Quant<DotQ5K>>();
     case GgmlType::Q6_K: return fns<Quant<DotQ6K>>();
+    case GgmlType::IQ1_S: return fns<Quant<DotIQ1_S>>();
+    case GgmlType::IQ1_M: return fns<Quant<DotIQ1_M>>();
+    case GgmlType::IQ2_XXS: return fns<Quant<DotIQ2_XXS>>();
+    case GgmlType::IQ2_XS: return fns<Quant<DotIQ2_XS>>();
+    case GgmlType::IQ2_S: return fns<Quant<DotIQ2_S>>();
+    case GgmlType::IQ3_XXS: return fns<Quant<DotIQ3_XXS>>();
+    case GgmlType::IQ3_S: return fns<Quant<DotIQ3_S>>();
+    case GgmlType::IQ4_NL: return fns<Quant<DotIQ4_NL>>();
+    case GgmlType::IQ4_XS: return fns<Quant<DotIQ4_XS>>();
+    case GgmlType::MXFP4: return fns<Quant<DotMXFP4>>();
     default: return {nullptr, nullptr};
   }
 }

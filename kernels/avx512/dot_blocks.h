@@ -19,11 +19,15 @@
 
 #include <cstring>
 
+#include <cmath>
+
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/iq_unpack.h"
 
 namespace ds::avx512 {
 
 #include "kernels/simd/x86_helpers.inc"
+#include "kernels/simd/iquant_blocks.inc"
 
 inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));

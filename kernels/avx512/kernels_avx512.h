@@ -42,5 +42,17 @@ int64_t gemv_rows(const MatmulArgs& m);
 using Gemv4Fn = void (*)(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep);
 // matmul_gemv32.cpp: the 4-row pass for Q4_0 and Q5_0, else nullptr.
 Gemv4Fn gemv4_fn_32(GgmlType t);
+// matmul_iq_gemm.cpp: the 256-element i-quants against 2+ activation rows, weight rows in
+// pairs from row_begin; returns the first row not computed (an odd last row). Bit-identical
+// to the tile loop ([IQUANT_ORDER]). nullptr for other types.
+using IqGemmFn = int64_t (*)(const MatmulArgs& m);
+IqGemmFn iq_gemm_fn(GgmlType t);
+// matmul_gemv_iq.cpp: the 4-row pass for the i-quants and MXFP4 that have one, else nullptr.
+Gemv4Fn gemv4_fn_iq(GgmlType t);
+// A pass over all m.n_tok activation rows (<= gemv_max_tok) of weight rows r0 + k * rstep
+// (k < 4), unpacking each block once; nullptr where the type has none (then the 4-row pass
+// runs per token).
+using GemvTokensFn = void (*)(const MatmulArgs& m, int64_t r0, int64_t rstep);
+GemvTokensFn gemv_tokens_fn_iq(GgmlType t);
 
 }  // namespace ds::avx512

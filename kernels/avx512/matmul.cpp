@@ -213,6 +213,16 @@ std::pair<MatmulFn, DotFn> fast_path(GgmlType t) {
     case GgmlType::Q4_K: return fns<QuantTile<DotQ4K>>();
     case GgmlType::Q5_K: return fns<QuantTile<DotQ5K>>();
     case GgmlType::Q6_K: return fns<QuantTile<DotQ6K>>();
+    case GgmlType::IQ1_S: return fns<QuantTile<DotIQ1_S>>();
+    case GgmlType::IQ1_M: return fns<QuantTile<DotIQ1_M>>();
+    case GgmlType::IQ2_XXS: return fns<QuantTile<DotIQ2_XXS>>();
+    case GgmlType::IQ2_XS: return fns<QuantTile<DotIQ2_XS>>();
+    case GgmlType::IQ2_S: return fns<QuantTile<DotIQ2_S>>();
+    case GgmlType::IQ3_XXS: return fns<QuantTile<DotIQ3_XXS>>();
+    case GgmlType::IQ3_S: return fns<QuantTile<DotIQ3_S>>();
+    case GgmlType::IQ4_NL: return fns<QuantTile<DotIQ4_NL>>();
+    case GgmlType::IQ4_XS: return fns<QuantTile<DotIQ4_XS>>();
+    case GgmlType::MXFP4: return fns<QuantTile<DotMXFP4>>();
     default: return {nullptr, nullptr};
   }
 }
@@ -234,6 +244,14 @@ void matmul_with(const MatmulArgs& m) {
     // Q4_K/Q5_K take this path up to 4 tokens (gemv_max_tok), the rest from 2 on the tiles.
     MatmulArgs rest = m;
     rest.row_begin = gemv_rows(m);
+    if (rest.row_begin < rest.row_end) fn(rest);
+    return;
+  }
+  if (const IqGemmFn gemm = m.n_tok >= 2 ? iq_gemm_fn(m.wtype) : nullptr) {
+    // I-quant batches: row pairs with int16 scaled weights (matmul_iq_gemm.cpp), an odd
+    // last row by the tile loop; both bit-identical per output ([IQUANT_ORDER]).
+    MatmulArgs rest = m;
+    rest.row_begin = gemm(m);
     if (rest.row_begin < rest.row_end) fn(rest);
     return;
   }

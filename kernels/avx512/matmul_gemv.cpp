@@ -24,6 +24,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -290,7 +291,10 @@ Gemv4Fn gemv_pass(GgmlType t) {
     case GgmlType::Q4_K: return gemv4_k4<BlockQ4_K, false>;
     case GgmlType::Q5_K: return gemv4_k4<BlockQ5_K, true>;
     case GgmlType::Q6_K: return gemv4_q6k;
-    default: return gemv4_fn_32(t);
+    default: {
+      const Gemv4Fn f = gemv4_fn_32(t);
+      return f ? f : gemv4_fn_iq(t);
+    }
   }
 }
 
@@ -310,6 +314,24 @@ int64_t gemv_max_tok(GgmlType t) {
   // Q2_K/Q3_K (GEMV_COLD 1536x8960, tile -> pass, us, two runs): Q2_K 2 tokens 508/508 ->
   // 334/352, 3 tokens 778/713 -> 540/505, 4 tokens 963/910 -> 689/662; Q3_K 2 tokens
   // 641/656 -> 536/535, 3 tokens 809/794 -> 817/769, 4 tokens 1010/1007 -> 1119/1019.
+  // I-quants and MXFP4 (matmul_gemv_iq.cpp): the passes against the batch kernels (int16 GEMM
+  // for the grid types and IQ4_XS, 16-row panels from 8 rows for IQ4_NL/MXFP4). 1536 rows x
+  // 2048, one thread, CPU time, us, GEMM / passes (IQ4_XS, IQ2_XXS, IQ1_S: their all-token
+  // passes, which unpack once per block and 4 rows): IQ4_XS 8 tokens 307/262, 16 472/506, 48
+  // 1152/1441; IQ2_XXS 8 447/318, 16 587/546, 48 1190/1335; IQ1_S 48 tokens 160/176 GOPS
+  // (bench_kernels GEMM_MOE); IQ3_XXS 3 447/374, 4 450/553; IQ2_XS 3 508/364, 4 454/456; IQ1_M
+  // 4 797/759, 8 1181/1514; IQ2_S 2 419/323, 3 396/478; IQ3_S 4 509/481, 8 570/942.
+  // IQ4_NL/MXFP4 passes cost ~1.3 ns per block and row against the tile loop's ~2.
+  switch (t) {
+    case GgmlType::IQ1_S: return INT64_MAX;
+    case GgmlType::IQ2_XXS: return 16;
+    case GgmlType::IQ4_XS: return 12;
+    case GgmlType::IQ4_NL: case GgmlType::MXFP4: return 7;
+    case GgmlType::IQ3_S: case GgmlType::IQ1_M: return 4;
+    case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: return 3;
+    case GgmlType::IQ2_S: return 2;
+    default: break;
+  }
   if (t == GgmlType::Q3_K) return 2;
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q5_0 || t == GgmlType::Q2_K ? 4 : 1;
 }
@@ -321,8 +343,14 @@ int64_t gemv_rows(const MatmulArgs& m) {
   // this Zen 4, four ~32 (the probe in src/runtime/machine_limits.cpp, tests/bench/RESULTS.md).
   const int64_t q = (m.row_end - m.row_begin) / kRows;
   // Tokens inside the row loop: the pass's rows stay in L1 while each token passes.
-  for (int64_t i = 0; i < q; ++i)
+  const GemvTokensFn tokens = m.n_tok > 1 ? gemv_tokens_fn_iq(m.wtype) : nullptr;
+  for (int64_t i = 0; i < q; ++i) {
+    if (tokens) {
+      tokens(m, m.row_begin + i, q);
+      continue;
+    }
     for (int64_t t = 0; t < m.n_tok; ++t) pass(m, t, m.row_begin + i, q);
+  }
   return m.row_begin + kRows * q;
 }
 

@@ -19,6 +19,7 @@
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/avx512/panel_kquant.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/iq_tables.h"
 #include "kernels/quant/repack.h"
 
 namespace ds::avx512 {
@@ -264,6 +265,34 @@ struct P32Nibbles {
     }
   }
 };
+// IQ4_NL (18 bytes: d, qs[16]) and MXFP4 (17 bytes: e, qs[16]): nibbles through the
+// 16-entry value table (signed weights, the offset types' bias), and [IQUANT_ORDER]'s
+// float step, one fma per block: acc = fma(float(isum), d_w * d_a, acc).
+template <bool kMx>
+struct P32Table {
+  using WB = std::conditional_t<kMx, BlockMxfp4, BlockIQ4_NL>;
+  static constexpr bool kMin = false;
+  static constexpr bool kPackable = false;
+  static constexpr bool kFma = true;
+  static void unpack(const uint8_t* b, size_t stride, Panel32& p) {
+    // window at -2 (IQ4_NL: d is the high half of v[0]) or -3 (MXFP4: e is byte 3 of v[0])
+    constexpr int kWin = kMx ? -3 : -2;
+    __m512i v[16];
+    block_dwords<kWin, sizeof(WB)>(b, stride, v);
+    nibbles_panel(v + 1, p);
+    const __m512i values = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMx ? kMxfp4Values : kIq4nlValues)));
+    for (int g = 0; g < 8; ++g) p.q[g] = _mm512_shuffle_epi8(values, p.q[g]);
+    if constexpr (kMx) {  // 2^(e - 128): biased exponent e - 1, or the subnormals 2^-127, 2^-128 (iq::mxfp4_scale)
+      const __m512i e = _mm512_srli_epi32(v[0], 24);
+      const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+      const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+      p.d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
+    } else {
+      p.d = half_hi(v[0]);
+    }
+    p.bias = bias_of(p);
+  }
+};
 using P32Q4_0 = P32Nibbles<BlockQ4_0, 8, false, false>;
 using P32Q5_0 = P32Nibbles<BlockQ5_0, 16, false, true>;
 using P32Q4_1 = P32Nibbles<BlockQ4_1, 0, true, false>;
@@ -307,6 +336,10 @@ template <class L, class AB, int R, int NT>
     for (int t = 0; t < NT; ++t) {
       const float dy = L::kMin ? _cvtsh_ss(a[t]->d) : ad[t];
       const __m512 dd = _mm512_mul_ps(p[r].d, _mm512_set1_ps(dy));
+      if constexpr (requires { L::kFma; }) {
+        acc[r][t0 + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][t]), dd, acc[r][t0 + t]);
+        continue;
+      }
       __m512 step = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r][t]), dd);
       if constexpr (L::kMin) step = _mm512_add_ps(step, _mm512_mul_ps(p[r].m, _mm512_set1_ps(_cvtsh_ss(a[t]->s))));
       acc[r][t0 + t] = _mm512_add_ps(acc[r][t0 + t], step);
@@ -395,6 +428,7 @@ bool panel_supported(GgmlType t) {
   switch (t) {
     case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
+    case GgmlType::IQ4_NL: case GgmlType::MXFP4:
       return true;
     default:
       return false;
@@ -414,6 +448,8 @@ int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
     case GgmlType::Q5_0: return panel32_rows<P32Q5_0>(m, r0, t0, nt, pair);
     case GgmlType::Q4_1: return panel32_rows<P32Q4_1>(m, r0, t0, nt, pair);
     case GgmlType::Q5_1: return panel32_rows<P32Q5_1>(m, r0, t0, nt, pair);
+    case GgmlType::IQ4_NL: return panel32_rows<P32Table<false>>(m, r0, t0, nt, pair);
+    case GgmlType::MXFP4: return panel32_rows<P32Table<true>>(m, r0, t0, nt, pair);
     default: return 16;
   }
   return pair ? 32 : 16;

@@ -235,7 +235,9 @@ void register_all() {
       }
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
                             GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
-                            GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1};
+                            GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ1_S, GgmlType::IQ1_M,
+                            GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                            GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1536, 8960}};
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2, ds::Isa::kRef})
     for (GgmlType t : types)
@@ -267,8 +269,12 @@ void register_all() {
   // Q5_0 or Q8_0) on the ~48 tokens an expert sees in a 512-token step. CPU time, one thread:
   // steadier than wall time on a shared machine. COLD: 64 different matrices cycled
   // through (~100 MB), so the weights stream from memory as an expert's do in a step.
+  // The i-quant expert products of the dynamic 1.58-bit (IQ1_S gate/up, IQ2_XXS down), IQ4_XS and
+  // MXFP4 files on the same shape with experts of 1536 (a multiple of 256, as V3's 2048).
   for (auto [t, n_in, n_out] : {std::tuple{GgmlType::Q4_K, 2048, 1408}, std::tuple{GgmlType::Q5_0, 1408, 2048},
-                                std::tuple{GgmlType::Q8_0, 1408, 2048}})
+                                std::tuple{GgmlType::Q8_0, 1408, 2048}, std::tuple{GgmlType::IQ1_S, 2048, 1536},
+                                std::tuple{GgmlType::IQ2_XXS, 1536, 2048}, std::tuple{GgmlType::IQ4_XS, 2048, 1536},
+                                std::tuple{GgmlType::MXFP4, 2048, 1536}})
     for (int64_t n_tok : {48, 256})
       for (int copies : {1, 64}) {  // 64: a different expert's matrix each time, from memory
         const std::string name = std::string(copies > 1 ? "GEMM_MOE_COLD/avx512/" : "GEMM_MOE/avx512/") +
@@ -282,7 +288,9 @@ void register_all() {
   // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
   // Small batches (batched decode: 2-8 sequences, MoE experts seeing 1-3 tokens) on 1 thread.
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
-                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ1_S, GgmlType::IQ1_M,
+                     GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                     GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
     for (int n_threads : {1, 2}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
