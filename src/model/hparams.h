@@ -15,7 +15,7 @@ namespace ds {
 
 class GgufFile;
 
-enum class Arch { kLlama, kQwen2, kDeepseek2 };
+enum class Arch { kLlama, kQwen2, kDeepseek2, kDeepseek32 };
 enum class RopeScaling { kNone, kLinear, kYarn };
 
 struct HParams {
@@ -59,7 +59,16 @@ struct HParams {
   int n_group = 1;
   int n_group_used = 1;
 
-  bool is_moe_layer(int il) const { return arch == Arch::kDeepseek2 && il >= n_layer_dense_lead; }
+  // deepseek32 only (../shared/SPEC-deepseek32-deepseek4.md 2.1). n_layer counts the trunk;
+  // the n_nextn MTP blocks stored after it are never part of the forward.
+  int n_nextn = 0;             // nextn_predict_layers
+  int idx_n_head = 0;          // attention.indexer.head_count (H_I)
+  int64_t idx_head_dim = 0;    // attention.indexer.key_length (D_I)
+  int idx_top_k = 0;           // attention.indexer.top_k
+
+  // deepseek2 and deepseek32 share MLA attention and MoE routing.
+  bool is_mla() const { return arch == Arch::kDeepseek2 || arch == Arch::kDeepseek32; }
+  bool is_moe_layer(int il) const { return is_mla() && il >= n_layer_dense_lead; }
   // Rope parameters shared by every layer (kernels.h RopeParams).
   RopeParams rope_params(const float* freq_factors) const;
   // kq_scale (SPEC.md: deepseek2 uses mscale^2 / sqrt(nope + rope)).

@@ -21,6 +21,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
       return make_qwen2_model(std::move(*file), std::move(*hp), std::move(*w));
     case Arch::kDeepseek2:
       return make_deepseek2_model(std::move(*file), std::move(*hp), std::move(*w));
+    case Arch::kDeepseek32:
+      return make_deepseek32_model(std::move(*file), std::move(*hp), std::move(*w));
   }
   return Status::error("unsupported architecture in " + path);
 }

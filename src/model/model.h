@@ -59,5 +59,6 @@ class Model {
 std::unique_ptr<Model> make_llama_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_qwen2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_deepseek32_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 
 }  // namespace ds

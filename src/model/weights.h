@@ -69,6 +69,13 @@ struct LayerWeights {
   std::vector<Mat> k_b;  // per head: [nope -> kv_lora] (q_abs = k_b^T q_nope)
   std::vector<Mat> v_b;  // per head: [kv_lora -> v]
 
+  // deepseek32 lightning indexer (SPEC-deepseek32-deepseek4.md 2.2).
+  Mat idx_wq_b;        // indexer.attn_q_b [q_lora -> H_I * D_I]
+  Mat idx_wk;          // indexer.attn_k [E -> D_I]
+  Vec idx_k_norm;      // indexer.k_norm weight and bias [D_I] (LayerNorm)
+  Vec idx_k_norm_b;
+  Mat idx_proj;        // indexer.proj [E -> H_I]
+
   // Dense FFN (llama, qwen2, deepseek2 leading blocks).
   Mat ffn_gate, ffn_up, ffn_down;
 

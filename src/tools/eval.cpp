@@ -30,7 +30,8 @@ void print_usage() {
       "  --ctx N            perplexity window (default 512)\n"
       "  --threads N        worker threads (default: one per physical core)\n"
       "  --isa NAME         ref | avx2 | avx512 | amx (default: best, or DS_ISA)\n"
-      "  --dump-layers DIR  write blk{il}.in/mid/out.f32 and blk{il}.experts.i32 (refdata layout)\n");
+      "  --dump-layers DIR  write blk{il}.in/mid/out.f32, blk{il}.experts.i32 and (deepseek32)\n"
+      "                     blk{il}.topk.i32 / topk_gap.f32 (refdata layout)\n");
 }
 
 struct Args {
@@ -94,7 +95,7 @@ struct LayerDump {
   std::map<std::string, std::vector<uint8_t>> files;
   TraceFn fn() {
     return [this](const char* name, int il, const void* data, int64_t rows, int64_t cols) {
-      const bool ids = std::strcmp(name, "experts") == 0;
+      const bool ids = std::strcmp(name, "experts") == 0 || std::strcmp(name, "topk") == 0;
       auto& f = files["blk" + std::to_string(il) + "." + name + (ids ? ".i32" : ".f32")];
       const auto* p = static_cast<const uint8_t*>(data);
       f.insert(f.end(), p, p + rows * cols * 4);
