@@ -68,6 +68,13 @@ class Deepseek32Model : public Deepseek2Model {
     return Deepseek2Model::scratch_bytes(T) + indexer;
   }
 
+  // A decode step reads every indexer key (scores) and at most top_k latent rows.
+  double decode_kv_bytes(int64_t n_ctx, GgmlType t) const override {
+    const double keys = static_cast<double>(n_ctx) * static_cast<double>(hp_.idx_head_dim) * sizeof(float);
+    const double rows = static_cast<double>(std::min<int64_t>(n_ctx, hp_.idx_top_k)) * static_cast<double>(latent_row_bytes(t));
+    return static_cast<double>(hp_.n_layer) * (keys + rows);
+  }
+
   void attention(int il, ForwardCtx& ctx, const float* x, float* out) const override;
 
  private:
