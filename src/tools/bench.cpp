@@ -37,6 +37,7 @@ struct BenchArgs {
   int batch = 8;
   int depth = 0;  // context tokens already in the cache when the decode tests start
   int chunk = 0;  // tokens per prefill step (0: the whole prompt in one step)
+  bool fast_depth = false;  // the -d context is not computed (cache rows left as they are)
   int repeats = 3;
   bool json = false;
   bool profile = false;
@@ -106,6 +107,9 @@ void usage() {
       "  -d, --depth D  the single-sequence decode test (and its profile) starts after D context\n"
       "               tokens (prefilled untimed); its roofline counts the weight bytes and the KV\n"
       "               cache bytes a decode step reads at that depth (default 0)\n"
+      "  --fast-depth skip computing the -d context: decoding starts at position D over cache rows\n"
+      "               left as the pool holds them (zeros or earlier tests' rows); a step reads and\n"
+      "               computes as much as after a real prefill, but the logits mean nothing\n"
       "  --chunk C    prefill (the prompt and the -d context) C tokens per step (default: the\n"
       "               whole prompt in one step); bounds the scratch memory of long prompts\n"
       "  --batch B    concurrent sequences for the aggregate decode test (default 8; 0 skips it)\n"
@@ -139,6 +143,7 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "--batch") ok = val(&b->batch);
     else if (s == "--depth" || s == "-d") ok = val(&b->depth);
     else if (s == "--chunk") ok = val(&b->chunk);
+    else if (s == "--fast-depth") b->fast_depth = true;
     else if (s == "--repeats") ok = val(&b->repeats);
     else if (s == "--kv-type") { ok = i + 1 < a.size(); if (ok) b->kv_type = a[++i]; }
     else if (s == "--json") b->json = true;
@@ -180,10 +185,12 @@ Result<double> run_prefill(Engine& e, std::span<const int32_t> toks, std::vector
 }
 
 // n_seq sequences decode n_gen tokens each, one token per sequence per step, after `depth`
-// random context tokens (prefilled untimed, in chunks of `chunk` tokens); returns seconds
+// random context tokens (prefilled untimed, in chunks of `chunk` tokens; with `fast`, not
+// computed: one untimed step at position depth - 1 touches the cache, then the timed steps
+// run over rows whose values do not change what a step reads or computes); returns seconds
 // for the decode steps.
 Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vector<float>& logits, int depth = 0,
-                          int chunk = 512) {
+                          int chunk = 512, bool fast = false) {
   for (int s = 0; s < n_seq; ++s) {
     Status st = e.seq_reserve(s, depth + n_gen);
     if (!st) {
@@ -197,7 +204,7 @@ Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vec
   if (depth > 0) {
     const std::vector<int32_t> ctx = random_tokens(depth, n_vocab, 43);
     for (int s = 0; s < n_seq && st.is_ok(); ++s)
-      for (int p0 = 0; p0 < depth && st.is_ok(); p0 += chunk) {
+      for (int p0 = fast ? depth - 1 : 0; p0 < depth && st.is_ok(); p0 += chunk) {
         const SeqChunk c{.seq_id = s, .tokens = std::span(ctx).subspan(p0, std::min(chunk, depth - p0)), .pos0 = p0};
         st = e.step(std::span(&c, 1), logits.data());
       }
@@ -306,7 +313,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       pp_roofs.push_back(pp.back() * cost.ops_per_token / (g * 1e9));
     }
     const double bw0 = bandwidth_now();
-    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens);
+    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens, b.fast_depth);
     if (!t) { std::fprintf(stderr, "error: decode: %s\n", t.message().c_str()); return 1; }
     const double bw = 0.5 * (bw0 + bandwidth_now());
     tg.push_back(b.n_gen / *t);
@@ -372,7 +379,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     print_profile(("one prefill chunk of " + std::to_string(warm.size()) + " tokens").c_str(), e);
     constexpr int kSteps = 8;
     e.profile_reset();
-    (void)run_decode(e, 1, kSteps, n_vocab, logits, b.depth, eo.max_batch_tokens);
+    (void)run_decode(e, 1, kSteps, n_vocab, logits, b.depth, eo.max_batch_tokens, b.fast_depth);
     print_profile("one decode step (mean of 8)", e, kSteps);
     if (b.batch > 0) {
       e.profile_reset();

@@ -71,6 +71,13 @@ TEST(CliBench, SparseAttentionCacheBytesAndChunkedPrefill) {
   const auto d = run("bench --model " + model() + " -p 8 -n 4 -d 40 -t 2 --batch 0 --repeats 1 --no-limits --json");
   ASSERT_EQ(d.exit_code, 0) << d.out;
   EXPECT_EQ(json_line(d.out)["kv_bytes_per_token"].get<double>(), 4.0 * 42 * 288 * 2);
+  // --fast-depth decodes at position 4000 without computing the context.
+  const auto f = run("bench --model " + shared_path("refdata/tiny-dsv32-Q4_K_M.gguf") +
+                     " -p 8 -n 4 -d 4000 --fast-depth -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(f.exit_code, 0) << f.out;
+  const auto jf = json_line(f.out);
+  EXPECT_EQ(jf["kv_bytes_per_token"].get<double>(), 4.0 * (4002 * 64 * 4 + 16 * 288 * 2));
+  EXPECT_GT(jf["tg_tps"].get<double>(), 0.0);
 }
 
 TEST(CliBench, NoLimitsSkipsTheProbes) {
