@@ -64,7 +64,7 @@ class Deepseek32Model : public Deepseek2Model {
     const size_t ql = static_cast<size_t>(hp_.q_lora);
     // ik, w, iq and the quantized qr; the selection (indices, row pointers) and per-row ints.
     const size_t indexer = t * (4 * (DI + HI + HI * DI + ql) + k * (sizeof(int32_t) + sizeof(uint8_t*)) + 16) +
-                           LightningIndexer::scratch_bytes(T, hp_.idx_n_head, hp_.idx_top_k) + 16 * 64;
+                           LightningIndexer::scratch_bytes(T, hp_.idx_n_head, hp_.idx_top_k) + 32 * 64;
     return Deepseek2Model::scratch_bytes(T) + indexer;
   }
 

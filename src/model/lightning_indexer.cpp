@@ -39,12 +39,14 @@ inline void push(CandBuf& b, int k, float score, int32_t key) {
   if (b.n == 2 * k) keep_best(b, k);
 }
 
-// The queries [q0, q0 + n) of one sequence (batch rows t0 + q0 ...) against keys [k0, k1).
+// The queries [q0, q0 + n) of one sequence (batch rows t0 + q0 ...) against keys [k0, k1);
+// its scratch rows start at query row `row` of the dot and score buffers.
 struct Item {
   int seq;
   int64_t q0, n;
   int64_t k0, k1;
   int part;
+  int64_t row;
 };
 
 // Scores of n queries (their q rows at q, weights at w) against the keys [a, b) of one
@@ -99,10 +101,10 @@ constexpr int64_t kQueryBlock = 32;
 
 size_t LightningIndexer::scratch_bytes(int64_t n_tok, int n_head, int top_k) {
   const size_t rows = static_cast<size_t>(std::max(n_tok, kMaxSplitRows));
-  const size_t items = static_cast<size_t>(n_tok + kMaxSplitRows);
-  return rows * (2 * static_cast<size_t>(top_k) * sizeof(Cand) + sizeof(CandBuf) + 64) +  // candidates
-         rows * static_cast<size_t>(n_head) * kTile * 2 * sizeof(float) +                 // dots + scores
-         items * (sizeof(Item) + 2 * 64) + 8 * 64;
+  // Every buffer has at most max(n_tok, kMaxSplitRows) rows (n_tok * P is bounded so).
+  return rows * (2 * static_cast<size_t>(top_k) * sizeof(Cand) + sizeof(CandBuf)) +  // candidates
+         rows * static_cast<size_t>(n_head + 1) * kTile * sizeof(float) +            // dots, scores
+         rows * sizeof(Item) + 8 * 64;
 }
 
 void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* sel, int32_t* n_sel) {
@@ -131,7 +133,7 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
   const int64_t nth = ctx.pool.n_threads();
   const int64_t P = std::clamp<int64_t>((nth + n_blocks - 1) / n_blocks, 1, std::max<int64_t>(1, kMaxSplitRows / b.n_tok));
   Item* items = ar.alloc<Item>(n_blocks * P);
-  int64_t n_items = 0;
+  int64_t n_items = 0, n_rows = 0;  // n_rows <= n_tok * P <= max(n_tok, kMaxSplitRows)
   for (int s = 0; s < b.n_seqs; ++s) {
     const SeqSlice& sq = b.seqs[s];
     for (int64_t q0 = 0; q0 < sq.n; q0 += kQueryBlock) {
@@ -143,7 +145,8 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
       }
       if (n_keys == 0) continue;
       for (int64_t p = 0; p < P; ++p) {
-        items[n_items++] = Item{s, q0, n, n_keys * p / P, n_keys * (p + 1) / P, static_cast<int>(p)};
+        items[n_items++] = Item{s, q0, n, n_keys * p / P, n_keys * (p + 1) / P, static_cast<int>(p), n_rows};
+        n_rows += n;
       }
     }
   }
@@ -151,16 +154,16 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
   CandBuf* bufs = ar.alloc<CandBuf>(b.n_tok * P);
   Cand* cands = ar.alloc<Cand>(b.n_tok * P * 2 * k);
   for (int64_t i = 0; i < b.n_tok * P; ++i) bufs[i] = CandBuf{cands + i * 2 * k, 0, -INFINITY};
-  float* dots = ar.alloc<float>(n_items * kQueryBlock * H * kTile);
-  float* tile_scores = ar.alloc<float>(n_items * kQueryBlock * kTile);
+  float* dots = ar.alloc<float>(n_rows * H * kTile);
+  float* tile_scores = ar.alloc<float>(n_rows * kTile);
 
   ctx.pool.parallel_for(n_items, 1, [&](int64_t i0, int64_t i1, int) {
     for (int64_t ii = i0; ii < i1; ++ii) {
       const Item& it = items[ii];
       const SeqSlice& sq = b.seqs[it.seq];
       const int64_t t0 = sq.t0 + it.q0;
-      float* d = dots + ii * kQueryBlock * H * kTile;
-      float* sc = tile_scores + ii * kQueryBlock * kTile;
+      float* d = dots + it.row * H * kTile;
+      float* sc = tile_scores + it.row * kTile;
       for_each_tile(a.keys, it.k0, it.k1, [&](int64_t j0, int nt) {
         score_tile(ctx.kt, a, sq.kv_blocks, a.q + t0 * H * a.dim, a.w + t0 * H, it.n, j0, nt, d, sc);
         for (int64_t i = 0; i < it.n; ++i) {
