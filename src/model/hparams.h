@@ -1,5 +1,5 @@
 // Model hyper-parameters, read from explicit GGUF keys (../shared/SPEC.md "Architectures").
-// Design: one flat struct for all three architectures; fields that an architecture does not
+// Design: one flat struct for all architectures; fields that an architecture does not
 // use stay at their defaults. Nothing is inferred from the layer count or from tensor
 // shapes: a missing required key is a load error that names the key. The deepseek2 file
 // layout (MLA split k_b/v_b versus legacy attn_kv_b) is decided by the presence of the
