@@ -13,7 +13,7 @@
 // those k rows and a decode step's attention costs O(k) whatever the context; queries that
 // see at most k rows (every query of a short context) take the dense path, which is the
 // same function (SPEC 1.2: every visible row is selected).
-// The indexer keys stay f32 and are not Hadamard-rotated (SPEC 1.3): both sides would be
+// The indexer keys are f32 (bf16 in a bf16 cache) and not Hadamard-rotated (SPEC 1.3): both sides would be
 // rotated by the same orthonormal matrix, which leaves every q . k unchanged up to 1e-7
 // relative rounding; the rotation exists to make a quantized key cache accurate, and an
 // f32 key needs none. The MTP block after the trunk is not loaded (weights.cpp).
@@ -52,11 +52,9 @@ class Deepseek32Model : public Deepseek2Model {
   using Deepseek2Model::Deepseek2Model;
 
   // [KV_LAYOUT] for deepseek32: [c | k_pe] in the cache type, padded to 16 bytes, then the
-  // indexer key as D_I floats. Sizing, admission and prefix sharing count whole rows, so
+  // indexer key (D_I f32, or bf16 in a bf16 cache). Sizing, admission and prefix sharing count whole rows, so
   // they account for the indexer keys with nothing else to change.
-  size_t kv_row_bytes(GgmlType t) const override {
-    return idx_key_offset(t) + static_cast<size_t>(hp_.idx_head_dim) * sizeof(float);
-  }
+  size_t kv_row_bytes(GgmlType t) const override { return idx_key_offset(t) + ggml_row_size(idx_key_type(t), hp_.idx_head_dim); }
 
   size_t scratch_bytes(int64_t T) const override {
     const size_t t = static_cast<size_t>(T), k = static_cast<size_t>(hp_.idx_top_k);
@@ -64,13 +62,13 @@ class Deepseek32Model : public Deepseek2Model {
     const size_t ql = static_cast<size_t>(hp_.q_lora);
     // ik, w, iq and the quantized qr; the selection (indices, row pointers) and per-row ints.
     const size_t indexer = t * (4 * (DI + HI + HI * DI + ql) + k * (sizeof(int32_t) + sizeof(uint8_t*)) + 16) +
-                           LightningIndexer::scratch_bytes(T, hp_.idx_n_head, hp_.idx_top_k) + 32 * 64;
+                           LightningIndexer::scratch_bytes(T, hp_.idx_n_head, hp_.idx_head_dim, hp_.idx_top_k) + 32 * 64;
     return Deepseek2Model::scratch_bytes(T) + indexer;
   }
 
   // A decode step reads every indexer key (scores) and at most top_k latent rows.
   double decode_kv_bytes(int64_t n_ctx, GgmlType t) const override {
-    const double keys = static_cast<double>(n_ctx) * static_cast<double>(hp_.idx_head_dim) * sizeof(float);
+    const double keys = static_cast<double>(n_ctx) * static_cast<double>(ggml_row_size(idx_key_type(t), hp_.idx_head_dim));
     const double rows = static_cast<double>(std::min<int64_t>(n_ctx, hp_.idx_top_k)) * static_cast<double>(latent_row_bytes(t));
     return static_cast<double>(hp_.n_layer) * (keys + rows);
   }
@@ -79,6 +77,11 @@ class Deepseek32Model : public Deepseek2Model {
 
  private:
   size_t idx_key_offset(GgmlType t) const { return (latent_row_bytes(t) + 15) & ~size_t{15}; }
+  // The indexer key's type: bf16 in a bf16 cache (the precision the user chose for the cache;
+  // half the bytes, and bf16 dot products where the CPU has them: the indexer dominates
+  // long-context decode), f32 with every other cache type (f16 keys would be converted on
+  // every load and score no faster).
+  static GgmlType idx_key_type(GgmlType t) { return t == GgmlType::BF16 ? GgmlType::BF16 : GgmlType::F32; }
   // The lightning indexer of block il: writes the batch's keys into the cache and selects.
   void index(int il, ForwardCtx& ctx, ActRows& a, const float* qr, int32_t* sel, int32_t* n_sel) const;
   // o [T][H][kv_lora]: each query attends to its selected latent rows only.
@@ -121,7 +124,7 @@ void Deepseek32Model::index(int il, ForwardCtx& ctx, ActRows& a, const float* qr
   int32_t* n_keys = ar.alloc<int32_t>(T);
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      std::copy_n(ik + t * DI, DI, reinterpret_cast<float*>(ctx.kv_row(il, t) + key_off));
+      ctx.kt.store_kv(idx_key_type(ctx.kv.type), ik + t * DI, ctx.kv_row(il, t) + key_off, DI);
       n_keys[t] = b.pos[t] + 1;  // causal: keys 0..pos
     }
   });
@@ -132,7 +135,8 @@ void Deepseek32Model::index(int il, ForwardCtx& ctx, ActRows& a, const float* qr
                        .q = iq,
                        .w = w,
                        .n_keys = n_keys,
-                       .keys = IndexerKeyLayout{.keys_per_block = ctx.kv.block_size,
+                       .keys = IndexerKeyLayout{.type = idx_key_type(ctx.kv.type),
+                                                .keys_per_block = ctx.kv.block_size,
                                                 .key_stride = ctx.kv.row_bytes,
                                                 .offset = ctx.kv.offset(il, 0) + key_off}};
   {

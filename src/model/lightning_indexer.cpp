@@ -52,20 +52,21 @@ struct Item {
 // Scores of n queries (their q rows at q, weights at w) against the keys [a, b) of one
 // block tile: dots[i][h][j] by the F32 matmul, then out[i * kTile + j] = sum_h relu(dot) * w_h
 // in head order (the reference's order, SPEC 1.1).
-void score_tile(const KernelTable& kt, const IndexerArgs& a, const uint8_t* const* blocks, const float* q,
-                const float* w, int64_t n, int64_t k0, int nt, float* dots, float* out) {
+// q: the queries' rows in vec_dot_type(key type), q_stride bytes apart.
+void score_tile(const KernelTable& kt, const IndexerArgs& a, const uint8_t* const* blocks, const uint8_t* q,
+                size_t q_stride, const float* w, int64_t n, int64_t k0, int nt, float* dots, float* out) {
   constexpr int T = LightningIndexer::kTile;
   const IndexerKeyLayout& L = a.keys;
   const uint8_t* key = blocks[k0 / L.keys_per_block] + L.offset + static_cast<size_t>(k0 % L.keys_per_block) * L.key_stride;
   const int H = a.n_head;
-  kt.matmul({.wtype = GgmlType::F32,
+  kt.matmul({.wtype = L.type,
              .w = key,
              .w_row_stride = L.key_stride,
              .n_in = a.dim,
              .row_begin = 0,
              .row_end = nt,
              .act = q,
-             .act_row_stride = static_cast<size_t>(a.dim) * sizeof(float),
+             .act_row_stride = q_stride,
              .n_tok = n * H,
              .out = dots,
              .out_stride = T});
@@ -97,14 +98,29 @@ void for_each_tile(const IndexerKeyLayout& L, int64_t k0, int64_t k1, F&& f) {
 constexpr int64_t kMaxSplitRows = 64;
 constexpr int64_t kQueryBlock = 32;
 
+// The query rows as the keys' dot product consumes them: the f32 rows themselves, or
+// each head converted once (bf16 keys take bf16 queries, SPEC.md numerics). dst: room for
+// n_rows rows of the converted type.
+const uint8_t* query_rows(const KernelTable& kt, const IndexerArgs& a, int64_t n_rows, uint8_t* dst, size_t* stride) {
+  const GgmlType at = vec_dot_type(a.keys.type);
+  if (at == GgmlType::F32) {
+    *stride = static_cast<size_t>(a.dim) * sizeof(float);
+    return reinterpret_cast<const uint8_t*>(a.q);
+  }
+  *stride = ggml_row_size(at, a.dim);
+  for (int64_t r = 0; r < n_rows; ++r) kt.quantize_act(at, a.q + r * a.dim, dst + static_cast<size_t>(r) * *stride, a.dim);
+  return dst;
+}
+
 }  // namespace
 
-size_t LightningIndexer::scratch_bytes(int64_t n_tok, int n_head, int top_k) {
+size_t LightningIndexer::scratch_bytes(int64_t n_tok, int n_head, int64_t dim, int top_k) {
   const size_t rows = static_cast<size_t>(std::max(n_tok, kMaxSplitRows));
   // Every buffer has at most max(n_tok, kMaxSplitRows) rows (n_tok * P is bounded so).
   return rows * (2 * static_cast<size_t>(top_k) * sizeof(Cand) + sizeof(CandBuf)) +  // candidates
          rows * static_cast<size_t>(n_head + 1) * kTile * sizeof(float) +            // dots, scores
-         rows * sizeof(Item) + 8 * 64;
+         rows * sizeof(Item) + 8 * 64 +
+         static_cast<size_t>(n_tok) * static_cast<size_t>(n_head) * static_cast<size_t>(dim) * sizeof(float);  // queries
 }
 
 void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* sel, int32_t* n_sel) {
@@ -154,6 +170,17 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
   CandBuf* bufs = ar.alloc<CandBuf>(b.n_tok * P);
   Cand* cands = ar.alloc<Cand>(b.n_tok * P * 2 * k);
   for (int64_t i = 0; i < b.n_tok * P; ++i) bufs[i] = CandBuf{cands + i * 2 * k, 0, -INFINITY};
+  // Queries converted for the keys' dot product (bf16 keys: bf16 queries), once per row and head.
+  const GgmlType at = vec_dot_type(a.keys.type);
+  const size_t q_stride = ggml_row_size(at, a.dim);
+  const uint8_t* qrows = reinterpret_cast<const uint8_t*>(a.q);
+  if (at != GgmlType::F32) {
+    uint8_t* qbuf = ar.alloc_bytes(q_stride * static_cast<size_t>(b.n_tok * H));
+    ctx.parallel_for(b.n_tok * H, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) ctx.kt.quantize_act(at, a.q + r * a.dim, qbuf + static_cast<size_t>(r) * q_stride, a.dim);
+    });
+    qrows = qbuf;
+  }
   float* dots = ar.alloc<float>(n_rows * H * kTile);
   float* tile_scores = ar.alloc<float>(n_rows * kTile);
 
@@ -165,7 +192,8 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
       float* d = dots + it.row * H * kTile;
       float* sc = tile_scores + it.row * kTile;
       for_each_tile(a.keys, it.k0, it.k1, [&](int64_t j0, int nt) {
-        score_tile(ctx.kt, a, sq.kv_blocks, a.q + t0 * H * a.dim, a.w + t0 * H, it.n, j0, nt, d, sc);
+        score_tile(ctx.kt, a, sq.kv_blocks, qrows + static_cast<size_t>(t0 * H) * q_stride, q_stride, a.w + t0 * H,
+                   it.n, j0, nt, d, sc);
         for (int64_t i = 0; i < it.n; ++i) {
           const int32_t nk = a.n_keys[t0 + i];
           if (nk <= k) continue;
@@ -199,8 +227,13 @@ void LightningIndexer::scores(ForwardCtx& ctx, const IndexerArgs& a, int64_t t, 
   const SeqSlice& sq = ctx.seq_of(t);
   const int H = a.n_head;
   std::vector<float> dots(static_cast<size_t>(H) * kTile), sc(kTile);
+  IndexerArgs one = a;
+  one.q = a.q + t * H * a.dim;
+  std::vector<uint8_t> qbuf(static_cast<size_t>(H * a.dim) * sizeof(float));
+  size_t q_stride = 0;
+  const uint8_t* q = query_rows(ctx.kt, one, H, qbuf.data(), &q_stride);
   for_each_tile(a.keys, 0, a.n_keys[t], [&](int64_t j0, int nt) {
-    score_tile(ctx.kt, a, sq.kv_blocks, a.q + t * H * a.dim, a.w + t * H, 1, j0, nt, dots.data(), sc.data());
+    score_tile(ctx.kt, a, sq.kv_blocks, q, q_stride, a.w + t * H, 1, j0, nt, dots.data(), sc.data());
     std::copy_n(sc.data(), nt, scores + j0);
   });
 }

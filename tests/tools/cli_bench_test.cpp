@@ -78,6 +78,11 @@ TEST(CliBench, SparseAttentionCacheBytesAndChunkedPrefill) {
   const auto jf = json_line(f.out);
   EXPECT_EQ(jf["kv_bytes_per_token"].get<double>(), 4.0 * (4002 * 64 * 4 + 16 * 288 * 2));
   EXPECT_GT(jf["tg_tps"].get<double>(), 0.0);
+  // A bf16 cache keeps the indexer keys in bf16 too: 4 * (42 * 64 * 2 + 16 * 288 * 2).
+  const auto h = run("bench --model " + shared_path("refdata/tiny-dsv32-Q4_K_M.gguf") +
+                     " -p 8 -n 4 -d 40 --kv-type bf16 -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(h.exit_code, 0) << h.out;
+  EXPECT_EQ(json_line(h.out)["kv_bytes_per_token"].get<double>(), 4.0 * (42 * 64 * 2 + 16 * 288 * 2));
 }
 
 TEST(CliBench, NoLimitsSkipsTheProbes) {
