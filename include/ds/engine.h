@@ -84,6 +84,10 @@ class Engine {
   // Results for a sequence do not depend on the other chunks [BATCH_INVARIANT].
   virtual Status step(std::span<const SeqChunk> chunks, float* logits) = 0;
 
+  // KV cache bytes one decode step of one sequence reads at context length n_ctx (for the
+  // bandwidth roofline of `ds-cli bench`; sparse attention reads only its selected rows).
+  virtual double decode_kv_bytes(int64_t n_ctx) const { return 0.0 * static_cast<double>(n_ctx); }
+
   // Latency attribution for `ds-cli bench --profile`: when enabled, step() adds the time of
   // each stage (names from kProfileStages) into a table that profile() returns and
   // profile_reset() zeroes. Off by default; an engine that does not profile returns {}.

@@ -42,6 +42,9 @@ class EngineImpl final : public Engine {
 
   Status step(std::span<const SeqChunk> chunks, float* logits) override { return runner_->step(chunks, logits); }
 
+  double decode_kv_bytes(int64_t n_ctx) const override {
+    return runner_->model().decode_kv_bytes(n_ctx, runner_->kv_type());
+  }
   void set_profiling(bool on) override { runner_->set_profiling(on); }
   std::vector<std::pair<std::string, double>> profile() const override { return runner_->profile(); }
   void profile_reset() override { runner_->profile_reset(); }

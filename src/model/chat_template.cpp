@@ -152,6 +152,10 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
   if (!override_name.empty()) return from_name(override_name, std::move(bos), std::move(eos));
   auto text = file.get_string("tokenizer.chat_template");
   if (!text) return text.status();
+  // DeepSeek-V3.2 speaks the V3 chat format; a deepseek32 file whose template is absent or
+  // not recognized gets deepseek3 rather than an error.
+  const bool v32 = file.architecture() == "deepseek32";
+  if (v32 && (!text.value() || !recognize(*text.value()))) return ChatTemplate(ChatFormat::DEEPSEEK3, std::move(bos), std::move(eos));
   if (!text.value()) {
     return Status::error(file.path() +
                          " has no tokenizer.chat_template; choose one with "

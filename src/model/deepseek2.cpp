@@ -11,59 +11,44 @@
 // Quantization points follow the reference (SPEC.md): x once for q/q_a and kv_a_mqa; each
 // head's q_nope for k_b (32-blocks when k_b is Q5_0/Q8_0); each head's o for v_b.
 // The legacy attn_kv_b layout arrives here already split into k_b/v_b (weights.cpp).
+#include "model/deepseek2.h"
+
 #include <algorithm>
 
 #include "model/ffn.h"
-#include "model/model.h"
 
 namespace ds {
 
-namespace {
+size_t Deepseek2Model::mla_scratch_per_token() const {
+  const size_t E = static_cast<size_t>(hp_.n_embd), H = static_cast<size_t>(hp_.n_head);
+  const size_t kvl = static_cast<size_t>(hp_.kv_lora), rope = static_cast<size_t>(hp_.n_rot);
+  const size_t qw = static_cast<size_t>(hp_.n_nope) + rope, ql = static_cast<size_t>(hp_.q_lora);
+  const size_t nv = static_cast<size_t>(hp_.n_v);
+  // Quantized forms counted at 4 bytes per element.
+  return 3 * E + 2 * ql + H * qw + (kvl + rope) + H * qw + H * (kvl + rope) + 2 * H * kvl + 2 * H * nv;
+}
 
-class Deepseek2Model : public Model {
- public:
-  Deepseek2Model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w)
-      : Model(std::move(file), std::move(hp), std::move(w)) {}
+size_t Deepseek2Model::scratch_bytes(int64_t T) const {
+  const size_t t = static_cast<size_t>(T), E = static_cast<size_t>(hp_.n_embd), H = static_cast<size_t>(hp_.n_head);
+  const size_t attn = t * 4 * mla_scratch_per_token() + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 12) +
+                      t * ForwardCtx::kAttnItemBytes + 34 * 64;
+  const size_t dense = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64;
+  const size_t moe = t * 4 * E + moe_ffn_scratch(hp_, T) + 16 * 64;
+  return base_scratch_bytes(T) + std::max({attn, dense, moe});
+}
 
-  size_t kv_row_bytes(GgmlType t) const override { return ggml_row_size(t, hp_.kv_lora + hp_.n_rot); }
-
-  size_t scratch_bytes(int64_t T) const override {
-    const size_t t = static_cast<size_t>(T);
-    const size_t E = static_cast<size_t>(hp_.n_embd), H = static_cast<size_t>(hp_.n_head);
-    const size_t kvl = static_cast<size_t>(hp_.kv_lora), rope = static_cast<size_t>(hp_.n_rot);
-    const size_t qw = static_cast<size_t>(hp_.n_nope) + rope, ql = static_cast<size_t>(hp_.q_lora);
-    const size_t nv = static_cast<size_t>(hp_.n_v);
-    // Floats per token (quantized forms counted at 4 bytes per element).
-    const size_t attn_f = 3 * E + 2 * ql + H * qw + (kvl + rope) + H * qw + H * (kvl + rope) + 2 * H * kvl +
-                          2 * H * nv;
-    const size_t attn = t * 4 * attn_f + t * (H * 2 + 8) * 64 + 2 * H * (sizeof(MatJob) + 12) + t * ForwardCtx::kAttnItemBytes + 34 * 64;
-    const size_t dense = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64;
-    const size_t moe = t * 4 * E + moe_ffn_scratch(hp_, T) + 16 * 64;
-    return base_scratch_bytes(T) + std::max({attn, dense, moe});
+void Deepseek2Model::ffn(int il, ForwardCtx& ctx, const float* x, float* out) const {
+  const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
+  const int64_t T = ctx.batch.n_tok, E = hp_.n_embd;
+  float* xn = ctx.arena.alloc<float>(T * E);
+  ctx.rms_norm_rows(x, E, lw.ffn_norm, hp_.norm_eps, T, E, xn, E);
+  if (hp_.is_moe_layer(il)) {
+    moe_ffn(ctx, hp_, lw, il, xn, out);
+  } else {
+    ActRows a(ctx, xn, T, E, E);
+    dense_ffn(ctx, a, lw.ffn_gate, lw.ffn_up, lw.ffn_down, out);
   }
-
-  void attention(int il, ForwardCtx& ctx, const float* x, float* out) const override;
-
-  void ffn(int il, ForwardCtx& ctx, const float* x, float* out) const override {
-    const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
-    const int64_t T = ctx.batch.n_tok, E = hp_.n_embd;
-    float* xn = ctx.arena.alloc<float>(T * E);
-    ctx.rms_norm_rows(x, E, lw.ffn_norm, hp_.norm_eps, T, E, xn, E);
-    if (hp_.is_moe_layer(il)) {
-      moe_ffn(ctx, hp_, lw, il, xn, out);
-    } else {
-      ActRows a(ctx, xn, T, E, E);
-      dense_ffn(ctx, a, lw.ffn_gate, lw.ffn_up, lw.ffn_down, out);
-    }
-  }
-
- private:
-  // Per-head products y_h = W_h x_h over all batch rows: token t's x_h (n_in wide) at
-  // x[(t * H + h) * x_head], its y_h at y[t * y_tok + h * y_head].
-  void per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const float* x, int64_t x_head, float* y, int64_t y_tok,
-                int64_t y_head) const;
-  void mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const;
-};
+}
 
 void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const float* x, int64_t x_head, float* y,
                               int64_t y_tok, int64_t y_head) const {
@@ -123,20 +108,16 @@ void Deepseek2Model::mla(int il, ForwardCtx& ctx, const float* qcat, float* o) c
   });
 }
 
-void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* out) const {
+float* Deepseek2Model::mla_project(int il, ForwardCtx& ctx, ActRows& a, float** qr) const {
   const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
-  const int64_t T = ctx.batch.n_tok, E = hp_.n_embd, H = hp_.n_head;
-  const int64_t nope = hp_.n_nope, rope = hp_.n_rot, qw = nope + rope, kvl = hp_.kv_lora, nv = hp_.n_v;
+  const int64_t T = ctx.batch.n_tok, H = hp_.n_head;
+  const int64_t nope = hp_.n_nope, rope = hp_.n_rot, qw = nope + rope, kvl = hp_.kv_lora;
   const float eps = hp_.norm_eps;
   Arena& ar = ctx.arena;
-
-  // 1. x and q.
-  float* xn = ar.alloc<float>(T * E);
-  ctx.rms_norm_rows(x, E, lw.attn_norm, eps, T, E, xn, E);
-  ActRows a(ctx, xn, T, E, E);
-  // 2. kv = [c | k_pe] in the same pass as q (or q_a); c normalized in place.
+  // kv = [c | k_pe] in the same pass as q (or q_a); c normalized in place.
   float* q = ar.alloc<float>(T * H * qw);
   float* kv = ar.alloc<float>(T * (kvl + rope));
+  *qr = nullptr;
   if (lw.wq_a) {
     const int64_t ql = hp_.q_lora;
     float* qa = ar.alloc<float>(T * ql);
@@ -144,6 +125,7 @@ void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
     ctx.rms_norm_rows(qa, ql, lw.q_a_norm, eps, T, ql, qa, ql);
     ActRows aq(ctx, qa, T, ql, ql);
     matmul(ctx, lw.wq_b, aq, q, H * qw);
+    *qr = qa;
   } else {
     matmul_many(ctx, a, {{&lw.wq_b, q, H * qw}, {&lw.wkv_a, kv, kvl + rope}});
   }
@@ -156,26 +138,43 @@ void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) ctx.kt.store_kv(ctx.kv.type, kv + t * (kvl + rope), ctx.kv_row(il, t), kvl + rope);
   });
+  return q;
+}
 
-  // 3. qcat[t][h] = [q_abs (kv_lora) | q_pe (rope)].
-  const int64_t qs = kvl + rope;
-  float* qcat = ar.alloc<float>(T * H * qs);
+float* Deepseek2Model::mla_absorb(int il, ForwardCtx& ctx, const float* q) const {
+  const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
+  const int64_t T = ctx.batch.n_tok, H = hp_.n_head;
+  const int64_t nope = hp_.n_nope, rope = hp_.n_rot, qw = nope + rope, kvl = hp_.kv_lora, qs = kvl + rope;
+  float* qcat = ctx.arena.alloc<float>(T * H * qs);
   per_head(ctx, lw.k_b, q, qw, qcat, H * qs, qs);
   ctx.parallel_for(T * H, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) std::copy_n(q + i * qw + nope, rope, qcat + i * qs + kvl);
   });
-
-  float* o = ar.alloc<float>(T * H * kvl);
-  mla(il, ctx, qcat, o);
-
-  // out_h = v_b_h o_h, then attn_output over the concatenated heads.
-  float* ov = ar.alloc<float>(T * H * nv);
-  per_head(ctx, lw.v_b, o, kvl, ov, H * nv, nv);
-  ActRows ao(ctx, ov, T, H * nv, H * nv);
-  matmul(ctx, lw.wo, ao, out, E);
+  return qcat;
 }
 
-}  // namespace
+void Deepseek2Model::mla_output(int il, ForwardCtx& ctx, const float* o, float* out) const {
+  const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
+  const int64_t T = ctx.batch.n_tok, H = hp_.n_head, nv = hp_.n_v;
+  float* ov = ctx.arena.alloc<float>(T * H * nv);
+  per_head(ctx, lw.v_b, o, hp_.kv_lora, ov, H * nv, nv);
+  ActRows ao(ctx, ov, T, H * nv, H * nv);
+  matmul(ctx, lw.wo, ao, out, hp_.n_embd);
+}
+
+void Deepseek2Model::attention(int il, ForwardCtx& ctx, const float* x, float* out) const {
+  const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
+  const int64_t T = ctx.batch.n_tok, E = hp_.n_embd;
+  float* xn = ctx.arena.alloc<float>(T * E);
+  ctx.rms_norm_rows(x, E, lw.attn_norm, hp_.norm_eps, T, E, xn, E);
+  ActRows a(ctx, xn, T, E, E);
+  float* qr = nullptr;
+  const float* q = mla_project(il, ctx, a, &qr);
+  const float* qcat = mla_absorb(il, ctx, q);
+  float* o = ctx.arena.alloc<float>(T * hp_.n_head * hp_.kv_lora);
+  mla(il, ctx, qcat, o);
+  mla_output(il, ctx, o, out);
+}
 
 std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w) {
   return std::make_unique<Deepseek2Model>(std::move(file), std::move(hp), std::move(w));

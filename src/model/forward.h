@@ -6,8 +6,9 @@
 //
 // KV layout [KV_LAYOUT]: a BlockPool block holds block_size tokens of every layer,
 // ordered [layer][token in block][row]; a row is one token's K|V for that layer (dense
-// models: K of all kv heads, then V) or its MLA latent [c | k_pe] (deepseek2). Rows are
-// stored in the cache type (f32, f16, bf16, q8_0) by kernels' store_kv.
+// models: K of all kv heads, then V) or its MLA latent [c | k_pe] (deepseek2; deepseek32
+// adds its f32 indexer key after the latent, deepseek32.cpp). Rows are stored in the cache
+// type (f32, f16, bf16, q8_0) by kernels' store_kv.
 #pragma once
 #include <algorithm>
 #include <cassert>

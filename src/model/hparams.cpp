@@ -83,8 +83,10 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
   DS_RETURN_IF_ERROR(read_to(r, "context_length", &hp->n_ctx_train, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "embedding_length", &hp->n_embd, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "block_count", &hp->n_layer, true, 0, 1));
-  // deepseek4 has no dense FFN (every block is MoE), so no feed_forward_length.
-  DS_RETURN_IF_ERROR(read_to(r, "feed_forward_length", &hp->n_ff, hp->arch != Arch::kDeepseek4, 0, 0));
+  // deepseek4 has no dense FFN; deepseek32 files need it only for their leading dense blocks
+  // (checked in load_deepseek32).
+  const bool ff_required = hp->arch != Arch::kDeepseek32 && hp->arch != Arch::kDeepseek4;
+  DS_RETURN_IF_ERROR(read_to(r, "feed_forward_length", &hp->n_ff, ff_required, 0, ff_required ? 1 : 0));
   DS_RETURN_IF_ERROR(read_to(r, "attention.head_count", &hp->n_head, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "attention.head_count_kv", &hp->n_head_kv, false, hp->n_head, 1));
   if (hp->n_embd % hp->n_head != 0) {
@@ -132,16 +134,24 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
   return Status::ok();
 }
 
+// deepseek2, and the MLA + MoE part of deepseek32 (SPEC-deepseek32-deepseek4.md 2.1, which
+// makes leading_dense_block_count and expert_weights_scale optional, q_lora_rank and
+// expert_gating_func required).
 Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  const bool v32 = hp->arch == Arch::kDeepseek32;
   DS_RETURN_IF_ERROR(read_to(r, "rope.dimension_count", &hp->n_rot, true, 0, 2));
-  DS_RETURN_IF_ERROR(read_to(r, "leading_dense_block_count", &hp->n_layer_dense_lead, true, 0, 0));
-  DS_RETURN_IF_ERROR(read_to(r, "attention.q_lora_rank", &hp->q_lora, false, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "leading_dense_block_count", &hp->n_layer_dense_lead, !v32, 0, 0));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.q_lora_rank", &hp->q_lora, v32, 0, v32 ? 1 : 0));
   DS_RETURN_IF_ERROR(read_to(r, "attention.kv_lora_rank", &hp->kv_lora, true, 0, 1));
   const bool has_k_mla = r.has("attention.key_length_mla");
   const bool has_v_mla = r.has("attention.value_length_mla");
   if (has_k_mla != has_v_mla) {
     return Status::error(r.key(has_k_mla ? "attention.value_length_mla" : "attention.key_length_mla") +
                          " is missing (the other *_mla key is present) in " + f.path());
+  }
+  if (v32 && !has_k_mla) {
+    return Status::error("missing required key " + r.key("attention.key_length_mla") +
+                         " (deepseek32 files use the MLA layout) in " + f.path());
   }
   hp->mla_legacy = !has_k_mla;
   int64_t k_head = hp->n_embd_head_k;
@@ -164,16 +174,22 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
   // Required, as the reference requires them (a missing scale must not silently become 1).
   DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
-  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
+  if (v32) {
+    DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, &hp->expert_weights_scale));
+    if (hp->expert_weights_scale == 0.0f) hp->expert_weights_scale = 1.0f;  // 0: no scaling (SPEC 2.1)
+  } else {
+    DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
+  }
   DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
   int gating = 0;
-  DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, false, 0, 0));
-  if (gating == 0 || gating == 1) {
+  DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, v32, 0, 0));
+  if ((gating == 0 && !v32) || gating == 1) {
     hp->gating = MoeGating::kSoftmax;
   } else if (gating == 2) {
     hp->gating = MoeGating::kSigmoid;
   } else {
-    return Status::error(r.key("expert_gating_func") + " = " + std::to_string(gating) + " is not 0, 1 or 2");
+    return Status::error(r.key("expert_gating_func") + " = " + std::to_string(gating) + " is not " +
+                         (v32 ? "1 or 2" : "0, 1 or 2") + " in " + f.path());
   }
   DS_RETURN_IF_ERROR(read_to(r, "expert_group_count", &hp->n_group, false, 1, 1));
   DS_RETURN_IF_ERROR(read_to(r, "expert_group_used_count", &hp->n_group_used, false, hp->n_group, 1));
@@ -344,6 +360,34 @@ Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   return Status::ok();
 }
 
+// The lightning indexer and the MTP blocks of deepseek32 (SPEC-deepseek32-deepseek4.md 2.1);
+// called after load_deepseek2. block_count includes the MTP blocks: n_layer becomes the trunk.
+Status load_deepseek32(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  DS_RETURN_IF_ERROR(read_to(r, "nextn_predict_layers", &hp->n_nextn, false, 0, 0));
+  if (hp->n_nextn >= hp->n_layer) {
+    return Status::error(r.key("nextn_predict_layers") + " = " + std::to_string(hp->n_nextn) +
+                         " leaves no trunk blocks of block_count " + std::to_string(hp->n_layer) + " in " + f.path());
+  }
+  hp->n_layer -= hp->n_nextn;
+  if (hp->n_layer_dense_lead > hp->n_layer) {
+    return Status::error(r.key("leading_dense_block_count") + " exceeds the trunk blocks in " + f.path());
+  }
+  if (hp->n_layer_dense_lead > 0 && hp->n_ff < 1) {
+    return Status::error("missing required key " + r.key("feed_forward_length") + " (leading dense blocks) in " +
+                         f.path());
+  }
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.head_count", &hp->idx_n_head, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.key_length", &hp->idx_head_dim, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.top_k", &hp->idx_top_k, true, 0, 1));
+  // The indexer heads are [rope | nope] with NEOX pairs over the first rope dims (SPEC 2.3).
+  if (hp->idx_head_dim < hp->n_rot || hp->n_rot % 2 != 0) {
+    return Status::error(r.key("attention.indexer.key_length") + " = " + std::to_string(hp->idx_head_dim) +
+                         " must be at least the even rope.dimension_count " + std::to_string(hp->n_rot) + " in " +
+                         f.path());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<HParams> load_hparams(const GgufFile& f) {
@@ -362,17 +406,20 @@ Result<HParams> load_hparams(const GgufFile& f) {
     hp.arch = Arch::kQwen3;
   } else if (hp.arch_name == "deepseek4") {
     hp.arch = Arch::kDeepseek4;
+  } else if (hp.arch_name == "deepseek32") {
+    hp.arch = Arch::kDeepseek32;
   } else {
     return Status::error("unsupported architecture '" + hp.arch_name + "' in " + f.path() +
-                         " (supported: llama, qwen2, qwen3, deepseek, deepseek2, deepseek4)");
+                         " (supported: llama, qwen2, qwen3, deepseek, deepseek2, deepseek32, deepseek4)");
   }
   auto name = f.get_string_or("general.name", "");
   if (!name) return name.status();
   hp.name = *name;
   KeyReader r(f, hp.arch_name);
   DS_RETURN_IF_ERROR(load_common(f, r, &hp));
-  if (hp.arch == Arch::kDeepseek2) {
+  if (hp.is_mla()) {
     DS_RETURN_IF_ERROR(load_deepseek2(f, r, &hp));
+    if (hp.arch == Arch::kDeepseek32) DS_RETURN_IF_ERROR(load_deepseek32(f, r, &hp));
   } else if (hp.arch == Arch::kDeepseek) {
     DS_RETURN_IF_ERROR(load_deepseek(f, r, &hp));
   } else if (hp.arch == Arch::kQwen3) {
@@ -412,7 +459,7 @@ RopeParams HParams::rope_params(const float* freq_factors) const {
 }
 
 float HParams::kq_scale() const {
-  if (arch != Arch::kDeepseek2) return 1.0f / std::sqrt(static_cast<float>(n_embd_head_k));
+  if (!is_mla()) return 1.0f / std::sqrt(static_cast<float>(n_embd_head_k));
   // [YARN_LOG_MUL] mscale = 1 + 0.1 * mscale_all_dim * ln(factor) = 1 + yarn_log_mul * ln(factor).
   float mscale = 1.0f;
   if (rope_scaling == RopeScaling::kYarn) mscale = 1.0f + yarn_log_mul * std::log(rope_factor);

@@ -16,7 +16,7 @@ namespace ds {
 
 class GgufFile;
 
-enum class Arch { kLlama, kQwen2, kDeepseek2, kDeepseek, kQwen3, kDeepseek4 };
+enum class Arch { kLlama, kQwen2, kDeepseek2, kDeepseek32, kDeepseek, kQwen3, kDeepseek4 };
 enum class RopeScaling { kNone, kLinear, kYarn };
 
 struct HParams {
@@ -81,9 +81,16 @@ struct HParams {
   std::vector<float> swiglu_clamp_exp;    // per trunk block; <= 1e-6: no clamp
   std::vector<float> swiglu_clamp_shexp;
 
+  // deepseek32 only (../shared/SPEC-deepseek32-deepseek4.md 2.1). n_layer counts the trunk;
+  // the n_nextn MTP blocks stored after it (n_nextn above) are never part of the forward.
+  int idx_n_head = 0;          // attention.indexer.head_count (H_I)
+  int64_t idx_head_dim = 0;    // attention.indexer.key_length (D_I)
+  int idx_top_k = 0;           // attention.indexer.top_k
+
+  // deepseek2 and deepseek32 share MLA attention and MoE routing.
+  bool is_mla() const { return arch == Arch::kDeepseek2 || arch == Arch::kDeepseek32; }
   bool is_moe_layer(int il) const {
-    return arch == Arch::kDeepseek4 ||
-           ((arch == Arch::kDeepseek2 || arch == Arch::kDeepseek) && il >= n_layer_dense_lead);
+    return arch == Arch::kDeepseek4 || ((is_mla() || arch == Arch::kDeepseek) && il >= n_layer_dense_lead);
   }
   // Rope parameters shared by every layer (kernels.h RopeParams).
   RopeParams rope_params(const float* freq_factors) const;

@@ -27,6 +27,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
       return make_qwen3_model(std::move(*file), std::move(*hp), std::move(*w));
     case Arch::kDeepseek4:
       return make_deepseek4_model(std::move(*file), std::move(*hp), std::move(*w));
+    case Arch::kDeepseek32:
+      return make_deepseek32_model(std::move(*file), std::move(*hp), std::move(*w));
   }
   return Status::error("unsupported architecture in " + path);
 }

@@ -31,6 +31,12 @@ class Model {
 
   // Bytes of one token's KV row for one layer in cache type t [KV_LAYOUT].
   virtual size_t kv_row_bytes(GgmlType t) const = 0;
+  // KV cache bytes one decode step of one sequence reads at context length n_ctx (the
+  // bandwidth roofline of ds-cli bench): every row of every layer, unless the attention is
+  // sparse (deepseek32 overrides it).
+  virtual double decode_kv_bytes(int64_t n_ctx, GgmlType t) const {
+    return static_cast<double>(hp_.n_layer) * static_cast<double>(n_ctx) * static_cast<double>(kv_row_bytes(t));
+  }
   // Scratch arena size for batches of up to max_tokens rows (upper bound).
   virtual size_t scratch_bytes(int64_t max_tokens) const = 0;
 
@@ -64,5 +70,6 @@ std::unique_ptr<Model> make_deepseek2_model(std::unique_ptr<GgufFile> file, HPar
 std::unique_ptr<Model> make_deepseek_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_qwen3_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 std::unique_ptr<Model> make_deepseek4_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
+std::unique_ptr<Model> make_deepseek32_model(std::unique_ptr<GgufFile> file, HParams hp, std::unique_ptr<Weights> w);
 
 }  // namespace ds

@@ -227,6 +227,17 @@ Status load_mla_attention(Loader& L, const HParams& hp, int il, LayerWeights* lw
   return Status::ok();
 }
 
+// The deepseek32 lightning indexer of block il (SPEC-deepseek32-deepseek4.md 2.2).
+Status load_indexer(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
+  const int64_t E = hp.n_embd, HI = hp.idx_n_head, DI = hp.idx_head_dim;
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.attn_q_b.weight"), hp.q_lora, HI * DI, true, &lw->idx_wq_b));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.attn_k.weight"), E, DI, true, &lw->idx_wk));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "indexer.k_norm.weight"), DI, true, &lw->idx_k_norm));
+  DS_RETURN_IF_ERROR(L.vec(blk(il, "indexer.k_norm.bias"), DI, true, &lw->idx_k_norm_b));
+  DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.proj.weight"), E, HI, true, &lw->idx_proj));
+  return Status::ok();
+}
+
 Status load_moe(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
   const int64_t E = hp.n_embd, Fe = hp.n_ff_exp;
   const int X = hp.n_expert;
@@ -310,8 +321,9 @@ Status load_layer(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
   DS_RETURN_IF_ERROR(L.vec(blk(il, "attn_norm.weight"), E, true, &lw->attn_norm));
   DS_RETURN_IF_ERROR(L.vec(blk(il, "ffn_norm.weight"), E, true, &lw->ffn_norm));
   if (hp.arch == Arch::kDeepseek4) return load_deepseek4_layer(L, L.file(), hp, il, lw);
-  if (hp.arch == Arch::kDeepseek2) {
+  if (hp.is_mla()) {
     DS_RETURN_IF_ERROR(load_mla_attention(L, hp, il, lw));
+    if (hp.arch == Arch::kDeepseek32) DS_RETURN_IF_ERROR(load_indexer(L, hp, il, lw));
   } else {
     DS_RETURN_IF_ERROR(load_dense_attention(L, hp, il, lw));
   }
@@ -340,6 +352,8 @@ Result<std::unique_ptr<Weights>> load_weights(const GgufFile& f, const HParams& 
     DS_RETURN_IF_ERROR(L.vec("output_hc_base.weight", hp.n_hc, true, &w->output_hc_base));
     DS_RETURN_IF_ERROR(L.vec("output_hc_scale.weight", 1, true, &w->output_hc_scale));
   }
+  // Trunk blocks only: the MTP blocks a deepseek32 file stores after them (hp.n_nextn) are
+  // for speculative decoding and are skipped here, as the reference skips them.
   w->layers.resize(static_cast<size_t>(hp.n_layer));
   for (int il = 0; il < hp.n_layer; ++il) {
     DS_RETURN_IF_ERROR(load_layer(L, hp, il, &w->layers[static_cast<size_t>(il)]));

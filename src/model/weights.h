@@ -89,7 +89,14 @@ struct LayerWeights {
   Vec idx_comp_norm;               // [D_I]
   const int32_t* tid2eid = nullptr;  // ffn_gate_tid2eid [n_vocab][K_used] (hash blocks)
 
-  // Dense FFN (llama, qwen2, qwen3, the leading blocks of deepseek and deepseek2).
+  // deepseek32 lightning indexer (SPEC-deepseek32-deepseek4.md 2.2).
+  Mat idx_wq_b;        // indexer.attn_q_b [q_lora -> H_I * D_I]
+  Mat idx_wk;          // indexer.attn_k [E -> D_I]
+  Vec idx_k_norm;      // indexer.k_norm weight and bias [D_I] (LayerNorm)
+  Vec idx_k_norm_b;
+  Mat idx_proj;        // indexer.proj [E -> H_I]
+
+  // Dense FFN (llama, qwen2, qwen3, the leading blocks of deepseek, deepseek2 and deepseek32).
   Mat ffn_gate, ffn_up, ffn_down;
 
   // MoE FFN.

@@ -2,8 +2,9 @@
 // the same run (read bandwidth, int8 dot-product peak; also the float32 FMA peak, the
 // roofline of attention), so that results are reported as fractions of the roofline
 // rather than as bare tokens per second.
-//   decode roofline  = tg_tps * bytes of weights read per token / bandwidth
-//                      (experts counted only in the share a token selects)
+//   decode roofline  = tg_tps * bytes read per token / bandwidth: the weights (experts
+//                      counted only in the share a token selects) plus the KV cache rows
+//                      the attention reads at the decode depth (Engine::decode_kv_bytes)
 //   prefill roofline = pp_tps * int8 ops per token / int8 peak (2 ops per multiply-add)
 // Each repeat is divided by the limit read just before and after it (see cmd_bench).
 #include <algorithm>
@@ -35,6 +36,8 @@ struct BenchArgs {
   int n_threads = 0;
   int batch = 8;
   int depth = 0;  // context tokens already in the cache when the decode tests start
+  int chunk = 0;  // tokens per prefill step (0: the whole prompt in one step)
+  bool fast_depth = false;  // the -d context is not computed (cache rows left as they are)
   int repeats = 3;
   bool json = false;
   bool profile = false;
@@ -73,7 +76,10 @@ ModelCost model_cost(const GgufFile& f) {
   const std::string arch = f.architecture();
   const double n_exp = static_cast<double>(f.get_int_or(arch + ".expert_count", 0).value());
   const double n_used = static_cast<double>(f.get_int_or(arch + ".expert_used_count", 0).value());
+  // MTP blocks stored after the trunk (nextn_predict_layers) are not part of a decode step.
+  const int64_t n_trunk = f.get_int_or(arch + ".block_count", 0).value() - f.get_int_or(arch + ".nextn_predict_layers", 0).value();
   for (const auto& t : f.tensors()) {
+    if (t.name.rfind("blk.", 0) == 0 && std::strtoll(t.name.c_str() + 4, nullptr, 10) >= n_trunk) continue;
     double bytes = static_cast<double>(t.nbytes), params = static_cast<double>(t.n_elements());
     if (t.name == "token_embd.weight") {
       bytes /= static_cast<double>(t.ne[1]);
@@ -94,12 +100,18 @@ ModelCost model_cost(const GgufFile& f) {
 void usage() {
   std::printf(
       "usage: ds-cli bench --model FILE [-p N] [-n N] [-d D] [-t N] [--batch B] [--repeats R] [--kv-type T]\n"
-      "                    [--json] [--profile] [--no-limits]\n"
+      "                    [--chunk C] [--json] [--profile] [--no-limits]\n"
       "  -p N         prompt tokens for the prefill test (default 512)\n"
       "  -n N         tokens to decode for the decode tests (default 128)\n"
       "  -t N         threads (default: one per physical core)\n"
       "  -d, --depth D  the single-sequence decode test (and its profile) starts after D context\n"
-      "               tokens (prefilled untimed); its roofline counts weight bytes only (default 0)\n"
+      "               tokens (prefilled untimed); its roofline counts the weight bytes and the KV\n"
+      "               cache bytes a decode step reads at that depth (default 0)\n"
+      "  --fast-depth skip computing the -d context: decoding starts at position D over cache rows\n"
+      "               left as the pool holds them (zeros or earlier tests' rows); a step reads and\n"
+      "               computes as much as after a real prefill, but the logits mean nothing\n"
+      "  --chunk C    prefill (the prompt and the -d context) C tokens per step (default: the\n"
+      "               whole prompt in one step); bounds the scratch memory of long prompts\n"
       "  --batch B    concurrent sequences for the aggregate decode test (default 8; 0 skips it)\n"
       "  --repeats R  repeats of each test; medians are reported with min..max (default 3)\n"
       "  --kv-type T  KV cache type f32|f16|bf16|q8_0 (default f16)\n"
@@ -130,6 +142,8 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "-t" || s == "--threads") ok = val(&b->n_threads);
     else if (s == "--batch") ok = val(&b->batch);
     else if (s == "--depth" || s == "-d") ok = val(&b->depth);
+    else if (s == "--chunk") ok = val(&b->chunk);
+    else if (s == "--fast-depth") b->fast_depth = true;
     else if (s == "--repeats") ok = val(&b->repeats);
     else if (s == "--kv-type") { ok = i + 1 < a.size(); if (ok) b->kv_type = a[++i]; }
     else if (s == "--json") b->json = true;
@@ -154,12 +168,16 @@ std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
   return t;
 }
 
-// Prefill of n_prompt tokens in one step; returns seconds.
-Result<double> run_prefill(Engine& e, const std::vector<int32_t>& toks, std::vector<float>& logits) {
+// Prefill of the prompt, `chunk` tokens per step (0: one step); returns seconds.
+Result<double> run_prefill(Engine& e, std::span<const int32_t> toks, std::vector<float>& logits, int chunk = 0) {
   DS_RETURN_IF_ERROR(e.seq_reserve(0, static_cast<int32_t>(toks.size())));
-  const SeqChunk c{.seq_id = 0, .tokens = toks, .pos0 = 0};
+  const int n = static_cast<int>(toks.size()), step = chunk > 0 ? chunk : n;
   const double t0 = now_s();
-  Status s = e.step(std::span(&c, 1), logits.data());
+  Status s;
+  for (int p0 = 0; p0 < n && s.is_ok(); p0 += step) {
+    const SeqChunk c{.seq_id = 0, .tokens = toks.subspan(p0, std::min(step, n - p0)), .pos0 = p0};
+    s = e.step(std::span(&c, 1), logits.data());
+  }
   const double dt = now_s() - t0;
   e.seq_release(0);
   if (!s) return s;
@@ -167,10 +185,12 @@ Result<double> run_prefill(Engine& e, const std::vector<int32_t>& toks, std::vec
 }
 
 // n_seq sequences decode n_gen tokens each, one token per sequence per step, after `depth`
-// random context tokens (prefilled untimed, in chunks of `chunk` tokens); returns seconds
+// random context tokens (prefilled untimed, in chunks of `chunk` tokens; with `fast`, not
+// computed: one untimed step at position depth - 1 touches the cache, then the timed steps
+// run over rows whose values do not change what a step reads or computes); returns seconds
 // for the decode steps.
 Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vector<float>& logits, int depth = 0,
-                          int chunk = 512) {
+                          int chunk = 512, bool fast = false) {
   for (int s = 0; s < n_seq; ++s) {
     Status st = e.seq_reserve(s, depth + n_gen);
     if (!st) {
@@ -184,7 +204,7 @@ Result<double> run_decode(Engine& e, int n_seq, int n_gen, int n_vocab, std::vec
   if (depth > 0) {
     const std::vector<int32_t> ctx = random_tokens(depth, n_vocab, 43);
     for (int s = 0; s < n_seq && st.is_ok(); ++s)
-      for (int p0 = 0; p0 < depth && st.is_ok(); p0 += chunk) {
+      for (int p0 = fast ? depth - 1 : 0; p0 < depth && st.is_ok(); p0 += chunk) {
         const SeqChunk c{.seq_id = s, .tokens = std::span(ctx).subspan(p0, std::min(chunk, depth - p0)), .pos0 = p0};
         st = e.step(std::span(&c, 1), logits.data());
       }
@@ -232,17 +252,20 @@ int cmd_bench(const std::vector<std::string>& args) {
   eo.n_threads = b.n_threads;
   eo.repack = b.repack;
   eo.kv_type = b.kv_type;
-  eo.max_batch_tokens = std::max(b.n_prompt, std::max(1, b.batch));
+  eo.max_batch_tokens = std::max(b.chunk > 0 ? std::min(b.chunk, b.n_prompt) : b.n_prompt, std::max(1, b.batch));
   auto engine = Engine::create(eo);
   if (!engine) { std::fprintf(stderr, "error: %s\n", engine.message().c_str()); return 1; }
   Engine& e = **engine;
   const int n_vocab = e.info().n_vocab;
   std::vector<float> logits(static_cast<size_t>(std::max(1, b.batch)) * static_cast<size_t>(n_vocab));
 
+  // The cache rows a decode step reads, at the mean context of the timed steps.
+  const double kv_bytes = e.decode_kv_bytes(b.depth + b.n_gen / 2);
   std::vector<double> pp, tg, btg;
   const auto prompt = random_tokens(b.n_prompt, n_vocab, 7);
-  // Warm-up (not timed): faults in the mmapped weights and the scratch buffers.
-  if (auto w = run_prefill(e, prompt, logits); !w) {
+  // Warm-up (not timed): faults in the mmapped weights and the scratch buffers (one step).
+  const auto warm = std::span(prompt).first(static_cast<size_t>(std::min(b.n_prompt, eo.max_batch_tokens)));
+  if (auto w = run_prefill(e, warm, logits); !w) {
     std::fprintf(stderr, "error: prefill: %s\n", w.message().c_str());
     return 1;
   }
@@ -281,7 +304,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::vector<double> bws, gopss, tg_roofs, pp_roofs;
   for (int r = 0; r < b.repeats; ++r) {
     const double g0 = int8_now();
-    auto p = run_prefill(e, prompt, logits);
+    auto p = run_prefill(e, prompt, logits, b.chunk);
     if (!p) { std::fprintf(stderr, "error: prefill: %s\n", p.message().c_str()); return 1; }
     const double g = 0.5 * (g0 + int8_now());
     pp.push_back(b.n_prompt / *p);
@@ -290,13 +313,13 @@ int cmd_bench(const std::vector<std::string>& args) {
       pp_roofs.push_back(pp.back() * cost.ops_per_token / (g * 1e9));
     }
     const double bw0 = bandwidth_now();
-    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens);
+    auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens, b.fast_depth);
     if (!t) { std::fprintf(stderr, "error: decode: %s\n", t.message().c_str()); return 1; }
     const double bw = 0.5 * (bw0 + bandwidth_now());
     tg.push_back(b.n_gen / *t);
     if (bw > 0) {
       bws.push_back(bw);
-      tg_roofs.push_back(tg.back() * cost.bytes_per_token / (bw * 1e9));
+      tg_roofs.push_back(tg.back() * (cost.bytes_per_token + kv_bytes) / (bw * 1e9));
     }
     if (b.batch > 0) {
       auto bt = run_decode(e, b.batch, b.n_gen, n_vocab, logits);
@@ -317,13 +340,16 @@ int cmd_bench(const std::vector<std::string>& args) {
         "\"depth\":%d,\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
         "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"bandwidth_gbs_min\":%.3f,\"bandwidth_gbs_max\":%.3f,"
         "\"int8_gops\":%.3f,\"int8_gops_min\":%.3f,\"int8_gops_max\":%.3f,\"fp32_gflops\":%.3f,\"bf16_gflops\":%.3f,"
-        "\"bytes_per_token\":%.0f,\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
+        "\"bytes_per_token\":%.0f,\"kv_bytes_per_token\":%.0f,\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,"
+        "\"pp_roofline\":%.4f}\n",
         escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, b.depth, spp.min,
         spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, gflops,
-        bf16_gflops, cost.bytes_per_token, cost.ops_per_token, tg_roof, pp_roof);
+        bf16_gflops, cost.bytes_per_token, kv_bytes, cost.ops_per_token, tg_roof, pp_roof);
   } else {
-    std::printf("model: %s (%s, %s read per decoded token, %.2f GOP per prefill token)\n", b.model.c_str(),
-                e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(), cost.ops_per_token / 1e9);
+    std::printf("model: %s (%s, %s of weights + %s of KV cache read per decoded token, %.2f GOP per prefill "
+                "token)\n",
+                b.model.c_str(), e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(),
+                human_bytes(kv_bytes).c_str(), cost.ops_per_token / 1e9);
     std::printf("machine: read bandwidth %.1f GB/s (%.1f..%.1f), int8 peak %.0f GOPS (%.0f..%.0f, %s), "
                 "fp32 FMA peak %.0f GFLOPS, bf16 dot peak %s\n",
                 bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, peak_isa.c_str(), gflops,
@@ -349,11 +375,11 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (b.profile) {
     e.set_profiling(true);
     e.profile_reset();
-    (void)run_prefill(e, prompt, logits);
-    print_profile(("one prefill chunk of " + std::to_string(b.n_prompt) + " tokens").c_str(), e);
+    (void)run_prefill(e, warm, logits);
+    print_profile(("one prefill chunk of " + std::to_string(warm.size()) + " tokens").c_str(), e);
     constexpr int kSteps = 8;
     e.profile_reset();
-    (void)run_decode(e, 1, kSteps, n_vocab, logits, b.depth, eo.max_batch_tokens);
+    (void)run_decode(e, 1, kSteps, n_vocab, logits, b.depth, eo.max_batch_tokens, b.fast_depth);
     print_profile("one decode step (mean of 8)", e, kSteps);
     if (b.batch > 0) {
       e.profile_reset();

@@ -31,7 +31,8 @@ void print_usage() {
       "  --threads N        worker threads (default: one per physical core)\n"
       "  --isa NAME         ref | avx2 | avx512 | amx (default: best, or DS_ISA)\n"
       "  --dump-layers DIR  write blk{il}.in/mid/out.f32 and blk{il}.experts.i32 (refdata layout;\n"
-      "                     deepseek4 also attn_out/ffn_out.f32 and, ratio-4 blocks, topk.i32)\n");
+      "                     deepseek32 also topk.i32 / topk_gap.f32; deepseek4 also attn_out/ffn_out.f32\n"
+      "                     and, ratio-4 blocks, topk.i32)\n");
 }
 
 struct Args {

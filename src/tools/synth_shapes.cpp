@@ -20,7 +20,7 @@ struct DenseShape {  // llama / qwen2 / qwen3 / deepseek (attention and dense bl
   bool rope_freqs;
 };
 
-struct MlaShape {  // deepseek2, MLA layout
+struct MlaShape {  // deepseek2 / deepseek32, MLA layout
   int64_t n_embd, n_layer, n_head, n_ff, q_lora, kv_lora, nope, rope, v;
   int64_t n_expert, n_used, n_shared, n_ff_exp, n_dense, n_vocab, n_ctx;
   int gating;  // 1 softmax, 2 sigmoid
@@ -29,6 +29,9 @@ struct MlaShape {  // deepseek2, MLA layout
   int64_t n_group, n_group_used;  // 0: keys absent
   float yarn_factor;              // 0: no YaRN
   float yarn_log_mul;
+  // deepseek32: the lightning indexer (SPEC-deepseek32-deepseek4.md 2.1).
+  const char* arch = "deepseek2";
+  int64_t idx_head = 0, idx_dim = 0, idx_top_k = 0;
 };
 
 struct V4Shape {  // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.1)
@@ -69,6 +72,11 @@ constexpr MlaShape kV2Lite{2048, 27, 16, 10944, 0, 512, 128, 64, 128, 64, 6, 2, 
                            1, false, 1.0f, 0, 0, 40.0f, 0.0707f};
 constexpr MlaShape kV3{7168, 61, 128, 18432, 1536, 512, 128, 64, 128, 256, 8, 1, 2048, 3, 129280, 163840,
                        2, true, 2.5f, 8, 4, 40.0f, 0.1f};
+// DeepSeek-V3.2(-Exp): the V3 shape plus a 64 x 128 indexer selecting 2048 tokens. The MTP
+// block real files store after the trunk is left out (--set nextn_predict_layers=1 adds one,
+// counted in block_count as real files do).
+constexpr MlaShape kV32{7168, 61, 128, 18432, 1536, 512, 128, 64, 128, 256, 8, 1, 2048, 3, 129280, 163840,
+                        2, true, 2.5f, 8, 4, 40.0f, 0.1f, "deepseek32", 64, 128, 2048};
 constexpr MlaShape kMoeBench{2048, 6, 16, 10944, 768, 512, 128, 64, 128, 64, 6, 2, 1408, 1, 102400, 163840,
                              2, true, 2.5f, 0, 0, 40.0f, 0.1f};
 
@@ -85,6 +93,8 @@ const ShapeDef kShapes[] = {
     {{"r1-distill-llama-8b", "llama, DeepSeek-R1-Distill-Llama-8B dimensions (rope_freqs)"}, &kLlama8B, nullptr},
     {{"v2-lite", "deepseek2, DeepSeek-V2-Lite dimensions (64 experts of 1408, top-6)"}, nullptr, &kV2Lite},
     {{"v3", "deepseek2, DeepSeek-V3/R1 dimensions (671B; use --layers)"}, nullptr, &kV3},
+    {{"v3.2", "deepseek32, DeepSeek-V3.2 dimensions: V3 + lightning indexer 64x128, top-2048 (use --layers)"}, nullptr,
+     &kV32},
     {{"moe-bench", "deepseek2 benchmark MoE: 6 layers, q_lora 768, 64 experts top-6 sigmoid"}, nullptr, &kMoeBench},
     {{"deepseek-moe-16b", "deepseek (V1 MoE), DeepSeek-MoE 16B dimensions (MHA, 64 experts of 1408, top-6, 2 shared)"},
      &kDsMoe16B, nullptr},
@@ -128,9 +138,14 @@ void put_dense(const DenseShape& s, GgufWriter* w) {
 }
 
 void put_mla(const MlaShape& s, GgufWriter* w) {
-  const std::string a = "deepseek2.";
+  const std::string a = std::string(s.arch) + ".";
   auto u = [&](const char* k, int64_t v) { w->set(a + k, gguf_u32(static_cast<uint32_t>(v))); };
-  w->set("general.architecture", gguf_str("deepseek2"));
+  w->set("general.architecture", gguf_str(s.arch));
+  if (s.idx_head) {
+    u("attention.indexer.head_count", s.idx_head);
+    u("attention.indexer.key_length", s.idx_dim);
+    u("attention.indexer.top_k", s.idx_top_k);
+  }
   u("context_length", s.n_ctx);
   u("embedding_length", s.n_embd);
   u("block_count", s.n_layer);

@@ -126,6 +126,13 @@ Status mla_tensors(Hp& hp, std::vector<SynthTensor>* out) {
   hp.get("expert_group_used_count", 1, 1, n_group);
   DS_RETURN_IF_ERROR(hp.status);
   if (n_expert % n_group != 0) return Status::error("deepseek2.expert_count must be a multiple of expert_group_count");
+  // deepseek32: the indexer in every block, and the MTP blocks after the trunk.
+  const bool v32 = hp.arch == "deepseek32";
+  const int64_t idx_head = v32 ? hp.get("attention.indexer.head_count", 0, 1, 4096) : 0;
+  const int64_t idx_dim = v32 ? hp.get("attention.indexer.key_length", 0, n_rope, 65536) : 0;
+  if (v32) hp.get("attention.indexer.top_k", 0, 1, int64_t{1} << 24);
+  const int64_t n_nextn = v32 ? hp.get("nextn_predict_layers", 0, 0, n_layer - 1) : 0;
+  DS_RETURN_IF_ERROR(hp.status);
   const int64_t n_nope = k_mla - n_rope;
   add(out, "token_embd.weight", {n_embd, n_vocab});
   for (int64_t il = 0; il < n_layer; ++il) {
@@ -142,6 +149,20 @@ Status mla_tensors(Hp& hp, std::vector<SynthTensor>* out) {
     add(out, blk(il, "attn_k_b.weight"), {n_nope, kv_lora, n_head});
     add(out, blk(il, "attn_v_b.weight"), {kv_lora, n_v, n_head});
     add(out, blk(il, "attn_output.weight"), {n_head * n_v, n_embd});
+    if (v32) {
+      add(out, blk(il, "indexer.attn_q_b.weight"), {q_lora, idx_head * idx_dim});
+      add(out, blk(il, "indexer.attn_k.weight"), {n_embd, idx_dim});
+      add(out, blk(il, "indexer.k_norm.weight"), {idx_dim}, SynthInit::kOnes);
+      add(out, blk(il, "indexer.k_norm.bias"), {idx_dim});
+      add(out, blk(il, "indexer.proj.weight"), {n_embd, idx_head});
+    }
+    if (il >= n_layer - n_nextn) {  // MTP block (SPEC-deepseek32-deepseek4.md 2.2)
+      add(out, blk(il, "nextn.eh_proj.weight"), {2 * n_embd, n_embd});
+      add(out, blk(il, "nextn.enorm.weight"), {n_embd}, SynthInit::kOnes);
+      add(out, blk(il, "nextn.hnorm.weight"), {n_embd}, SynthInit::kOnes);
+      add(out, blk(il, "nextn.shared_head_norm.weight"), {n_embd}, SynthInit::kOnes);
+      add(out, blk(il, "nextn.shared_head_head.weight"), {n_embd, n_vocab});
+    }
     add(out, blk(il, "ffn_norm.weight"), {n_embd}, SynthInit::kOnes);
     if (il < n_dense || n_expert == 0) {
       add(out, blk(il, "ffn_gate.weight"), {n_embd, n_ff});
@@ -255,15 +276,15 @@ Status synth_finalize_metadata(GgufWriter* w, int64_t n_vocab) {
   if (!a) return Status::error("no general.architecture");
   const std::string arch = a->str;
   w->set(arch + ".vocab_size", gguf_u32(static_cast<uint32_t>(n_vocab)));
-  if (arch == "deepseek2") {
-    const int64_t kv_lora = synth_int(*w, "deepseek2.attention.kv_lora_rank", 0);
-    const int64_t n_rope = synth_int(*w, "deepseek2.rope.dimension_count", 0);
+  if (arch == "deepseek2" || arch == "deepseek32") {
+    const int64_t kv_lora = synth_int(*w, arch + ".attention.kv_lora_rank", 0);
+    const int64_t n_rope = synth_int(*w, arch + ".rope.dimension_count", 0);
     if (kv_lora <= 0 || n_rope <= 0 || kv_lora > kMaxDim || n_rope > 65536) {
-      return Status::error("deepseek2.attention.kv_lora_rank and rope.dimension_count must be positive");
+      return Status::error(arch + ".attention.kv_lora_rank and rope.dimension_count must be positive");
     }
-    w->set("deepseek2.attention.head_count_kv", gguf_u32(1));  // MLA layout (SPEC.md)
-    w->set("deepseek2.attention.key_length", gguf_u32(static_cast<uint32_t>(kv_lora + n_rope)));
-    w->set("deepseek2.attention.value_length", gguf_u32(static_cast<uint32_t>(kv_lora)));
+    w->set(arch + ".attention.head_count_kv", gguf_u32(1));  // MLA layout (SPEC.md)
+    w->set(arch + ".attention.key_length", gguf_u32(static_cast<uint32_t>(kv_lora + n_rope)));
+    w->set(arch + ".attention.value_length", gguf_u32(static_cast<uint32_t>(kv_lora)));
   }
   if (arch == "deepseek4") {
     // V4-Flash's per-block pattern at the final block count: two uncompressed blocks, then
@@ -294,7 +315,7 @@ Result<std::vector<SynthTensor>> synth_tensors(const GgufWriter& w, bool rope_fr
   const bool dense_attn = a->str == "llama" || a->str == "qwen2" || a->str == "qwen3" || a->str == "deepseek";
   if (dense_attn) {
     s = dense_tensors(hp, a->str == "qwen2", rope_freqs, &out);
-  } else if (a->str == "deepseek2") {
+  } else if (a->str == "deepseek2" || a->str == "deepseek32") {
     s = mla_tensors(hp, &out);
   } else if (a->str == "deepseek4") {
     s = v4_tensors(hp, &out);

@@ -212,5 +212,18 @@ TEST(ChatTemplate, FromSharedFiles) {
   EXPECT_EQ(forced->render(kMulti, false).value().rfind(kBos + "Be brief.### Instruction:", 0), 0u);
 }
 
+// A deepseek32 (V3.2) file without a recognizable template gets the deepseek3 format; a
+// deepseek2 file in the same state stays an error (above).
+TEST(ChatTemplate, Deepseek32FallsBackToDeepseek3) {
+  auto f = GgufFile::open(test::shared_path("refdata/tiny-dsv32-Q4_K_M.gguf"));
+  ASSERT_TRUE(f) << f.message();
+  ASSERT_FALSE((*f)->has("tokenizer.chat_template"));
+  auto tok = Tokenizer::from_gguf(**f);
+  ASSERT_TRUE(tok) << tok.message();
+  auto t = ChatTemplate::from_gguf(**f, **tok);
+  ASSERT_TRUE(t) << t.message();
+  EXPECT_EQ(t->format(), ChatFormat::DEEPSEEK3);
+}
+
 }  // namespace
 }  // namespace ds

@@ -120,6 +120,38 @@ TEST(EngineApi, AdoptSharesBlocks) {
   EXPECT_EQ(e->kv_blocks_free(), e->kv_blocks_total());
 }
 
+// deepseek32 keeps each token's indexer key in its KV row: the budget buys blocks of
+// 16 tokens x 4 blocks x (latent 288 f32 + indexer key 64 f32) = 90112 bytes, and a
+// sequence that adopts another's full blocks scores their indexer keys (position 32 selects
+// 16 of 33 keys) exactly as the owner does.
+TEST(EngineApi, SparseAttentionSizingAndAdoptedIndexerKeys) {
+  EngineOptions o = opts(64, 2, "f32", 5 * 90112 + 100);
+  o.model_path = ref_path("tiny-dsv32-Q4_K_M", ".gguf");
+  o.n_threads = 2;
+  auto created = Engine::create(o);
+  ASSERT_TRUE(created.is_ok()) << created.message();
+  Engine* e = created->get();
+  EXPECT_EQ(e->info().arch, "deepseek32");
+  EXPECT_EQ(e->kv_blocks_total(), 5);
+  const auto tokens = ref_tokens("tiny-dsv32-Q4_K_M");
+  const int64_t V = e->info().n_vocab;
+  ASSERT_TRUE(e->seq_reserve(1, 33).is_ok());
+  std::vector<float> a(static_cast<size_t>(V)), b(static_cast<size_t>(V));
+  SeqChunk c{.seq_id = 1, .tokens = std::span(tokens.data(), 32), .pos0 = 0};
+  ASSERT_TRUE(e->step(std::span(&c, 1), a.data()).is_ok());
+  c = {.seq_id = 1, .tokens = std::span(tokens.data() + 32, 1), .pos0 = 32};
+  ASSERT_TRUE(e->step(std::span(&c, 1), a.data()).is_ok());
+  const auto blocks = e->seq_blocks(1);
+  ASSERT_TRUE(e->seq_adopt(2, std::span(blocks.data(), 2)).is_ok());
+  ASSERT_TRUE(e->seq_reserve(2, 33).is_ok());
+  c = {.seq_id = 2, .tokens = std::span(tokens.data() + 32, 1), .pos0 = 32};
+  ASSERT_TRUE(e->step(std::span(&c, 1), b.data()).is_ok());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  e->seq_release(1);
+  e->seq_release(2);
+  EXPECT_EQ(e->kv_blocks_free(), e->kv_blocks_total());
+}
+
 TEST(EngineApi, StepValidatesItsInput) {
   auto e = make_engine(opts(64, 2, "f16", 0, 16));
   ASSERT_TRUE(e);

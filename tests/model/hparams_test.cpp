@@ -408,6 +408,74 @@ TEST(HParams, ExpertGroupsLimitTheChoice) {
   EXPECT_NE(ids_all, ids_one);
 }
 
+// deepseek32 (SPEC-deepseek32-deepseek4.md 2.1): every key of the tiny V3.2 file, the trunk
+// without the stored MTP block, and the required keys named when missing.
+TEST(HParams, Deepseek32Keys) {
+  auto v32 = hparams_of(ref_path("tiny-dsv32-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(v32.is_ok()) << v32.message();
+  EXPECT_EQ(v32->arch, Arch::kDeepseek32);
+  EXPECT_EQ(v32->n_layer, 4);  // block_count 5 = 4 trunk blocks + 1 MTP block
+  EXPECT_EQ(v32->n_nextn, 1);
+  EXPECT_EQ(v32->idx_n_head, 64);
+  EXPECT_EQ(v32->idx_head_dim, 64);
+  EXPECT_EQ(v32->idx_top_k, 16);
+  EXPECT_EQ(v32->q_lora, 256);
+  EXPECT_EQ(v32->kv_lora, 256);
+  EXPECT_EQ(v32->n_nope, 64);
+  EXPECT_EQ(v32->n_rot, 32);
+  EXPECT_EQ(v32->n_v, 64);
+  EXPECT_EQ(v32->n_layer_dense_lead, 1);
+  EXPECT_EQ(v32->n_expert, 32);
+  EXPECT_EQ(v32->n_expert_used, 8);
+  EXPECT_EQ(v32->n_group, 8);
+  EXPECT_EQ(v32->n_group_used, 4);
+  EXPECT_EQ(v32->gating, MoeGating::kSigmoid);
+  EXPECT_TRUE(v32->expert_weights_norm);
+  EXPECT_FLOAT_EQ(v32->expert_weights_scale, 2.5f);
+  EXPECT_TRUE(v32->is_moe_layer(1));
+  EXPECT_FALSE(v32->is_moe_layer(0));
+  const double mscale = 1.0 + 0.1 * std::log(40.0);
+  EXPECT_NEAR(v32->kq_scale(), mscale * mscale / std::sqrt(96.0), 1e-6);
+  EXPECT_FALSE(v32->rope_params(nullptr).neox);  // the MLA rope; the indexer's is NEOX
+
+  auto m = Model::load(ref_path("tiny-dsv32-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(m.is_ok()) << m.message();
+  EXPECT_EQ((*m)->weights().layers.size(), 4u);
+  EXPECT_TRUE((*m)->weights().layers[3].idx_wq_b);
+}
+
+TEST(HParams, Deepseek32MissingKeysAndMtpBlock) {
+  for (const char* key : {"deepseek32.attention.indexer.head_count", "deepseek32.attention.indexer.key_length",
+                          "deepseek32.attention.indexer.top_k", "deepseek32.attention.q_lora_rank",
+                          "deepseek32.expert_gating_func", "deepseek32.attention.key_length_mla"}) {
+    const TempModel p = rewrite("tiny-dsv32-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
+    EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
+  }
+  const TempModel n = rewrite("tiny-dsv32-Q4_K_M", {.meta = [](GgufWriter& w) {
+    w.set("deepseek32.nextn_predict_layers", gguf_u32(5));
+  }});
+  EXPECT_NE(load_error(n).find("deepseek32.nextn_predict_layers"), std::string::npos) << load_error(n);
+  // The forward never needs the MTP block's tensors: a file without them loads.
+  auto src = GgufFile::open(ref_path("tiny-dsv32-Q4_K_M", ".gguf"));
+  ASSERT_TRUE(src.is_ok());
+  Rewrite no_mtp;
+  for (const GgufTensorInfo& t : (*src)->tensors())
+    if (t.name.rfind("blk.4.", 0) == 0) no_mtp.reshape[t.name] = {};
+  ASSERT_FALSE(no_mtp.reshape.empty());
+  const TempModel q = rewrite("tiny-dsv32-Q4_K_M", no_mtp);
+  EXPECT_EQ(load_error(q), "(loaded)");
+  // A trunk block's indexer tensor is required and named.
+  const TempModel r = rewrite("tiny-dsv32-Q4_K_M", {.reshape = {{"blk.2.indexer.k_norm.bias", {}}}});
+  EXPECT_NE(load_error(r).find("blk.2.indexer.k_norm.bias"), std::string::npos) << load_error(r);
+  // expert_weights_scale is optional for deepseek32 (absent: no scaling).
+  const TempModel s = rewrite("tiny-dsv32-Q4_K_M", {.meta = [](GgufWriter& w) {
+    w.remove("deepseek32.expert_weights_scale");
+  }});
+  auto hs = hparams_of(s);
+  ASSERT_TRUE(hs.is_ok()) << hs.message();
+  EXPECT_EQ(hs->expert_weights_scale, 1.0f);
+}
+
 }  // namespace
 }  // namespace ds::test
 

@@ -22,6 +22,7 @@ const std::vector<RefModel>& ref_models() {
       {.name = "tiny-qwen3-Q4_K_M", .dense = true},
       // tiny-dsv3 with all ten i-quant / MXFP4 types (refdata README, "i-quant and MXFP4 file").
       {.name = "tiny-dsv3-IQ-MIX", .moe = true, .kv_types = false},
+      {.name = "tiny-dsv32-Q4_K_M", .moe = true, .indexer = true},
   };
   return models;
 }
@@ -52,6 +53,13 @@ std::vector<float> ref_logits(const std::string& model) {
 std::vector<float> ref_layer(const std::string& model, const std::string& file) {
   const auto bytes = read_file_bytes(ref_path(model, ".layers/" + file));
   std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+std::vector<int32_t> ref_topk(const std::string& model, int il) {
+  const auto bytes = read_file_bytes(ref_path(model, ".layers/blk" + std::to_string(il) + ".topk.i32"));
+  std::vector<int32_t> out(bytes.size() / 4);
   std::memcpy(out.data(), bytes.data(), out.size() * 4);
   return out;
 }

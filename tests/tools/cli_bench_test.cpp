@@ -55,6 +55,36 @@ TEST(CliBench, JsonHasMeasuredRatesAndLimits) {
   EXPECT_LT(j["pp_roofline"].get<double>(), 5.0);
 }
 
+// deepseek32's decode reads every indexer key (64 f32 per token) but only the top-k (16)
+// latent rows (kv_lora 256 + rope 32, f16): at context 40 + 4/2 = 42, 4 trunk blocks read
+// 4 * (42 * 64 * 4 + 16 * 288 * 2) bytes. --chunk prefills the prompt 16 tokens per step.
+TEST(CliBench, SparseAttentionCacheBytesAndChunkedPrefill) {
+  const auto r = run("bench --model " + shared_path("refdata/tiny-dsv32-Q4_K_M.gguf") +
+                     " -p 40 --chunk 16 -n 4 -d 40 -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = json_line(r.out);
+  ASSERT_TRUE(j.contains("kv_bytes_per_token")) << j.dump();
+  EXPECT_EQ(j["kv_bytes_per_token"].get<double>(), 4.0 * (42 * 64 * 4 + 16 * 288 * 2));
+  EXPECT_GT(j["pp_tps"].get<double>(), 0.0);
+  EXPECT_GT(j["tg_tps"].get<double>(), 0.0);
+  // Dense MLA (tiny-dsv3, 4 blocks) reads every latent row: 4 * 42 * 288 * 2.
+  const auto d = run("bench --model " + model() + " -p 8 -n 4 -d 40 -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_EQ(json_line(d.out)["kv_bytes_per_token"].get<double>(), 4.0 * 42 * 288 * 2);
+  // --fast-depth decodes at position 4000 without computing the context.
+  const auto f = run("bench --model " + shared_path("refdata/tiny-dsv32-Q4_K_M.gguf") +
+                     " -p 8 -n 4 -d 4000 --fast-depth -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(f.exit_code, 0) << f.out;
+  const auto jf = json_line(f.out);
+  EXPECT_EQ(jf["kv_bytes_per_token"].get<double>(), 4.0 * (4002 * 64 * 4 + 16 * 288 * 2));
+  EXPECT_GT(jf["tg_tps"].get<double>(), 0.0);
+  // A bf16 cache keeps the indexer keys in bf16 too: 4 * (42 * 64 * 2 + 16 * 288 * 2).
+  const auto h = run("bench --model " + shared_path("refdata/tiny-dsv32-Q4_K_M.gguf") +
+                     " -p 8 -n 4 -d 40 --kv-type bf16 -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(h.exit_code, 0) << h.out;
+  EXPECT_EQ(json_line(h.out)["kv_bytes_per_token"].get<double>(), 4.0 * (42 * 64 * 2 + 16 * 288 * 2));
+}
+
 TEST(CliBench, NoLimitsSkipsTheProbes) {
   const auto r = run("bench --model " + model() + " -p 4 -n 2 --batch 0 --repeats 1 --no-limits --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

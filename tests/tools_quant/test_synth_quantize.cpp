@@ -212,6 +212,42 @@ TEST_F(ToolsTest, SynthV4FlashFollowsLayers) {
   EXPECT_TRUE(mq.is_ok()) << mq.message();
 }
 
+// The v3.2 shape (deepseek32) with its dimensions shrunk by --set: the indexer keys and
+// tensors in every block, an MTP block after the trunk when nextn_predict_layers asks for
+// one, and a file the loader takes (the trunk without the MTP block).
+TEST_F(ToolsTest, SynthDeepseek32WithMtpBlock) {
+  auto f = synth("v3.2", "Q8_0",
+                 "--layers 3 --set embedding_length=256 --set attention.head_count=4 --set attention.q_lora_rank=128 "
+                 "--set attention.kv_lora_rank=128 --set feed_forward_length=256 --set expert_feed_forward_length=128 "
+                 "--set expert_count=16 --set leading_dense_block_count=1 --set nextn_predict_layers=1 "
+                 "--set attention.indexer.head_count=8");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->architecture(), "deepseek32");
+  EXPECT_EQ(key_int(*f, "deepseek32.block_count"), 3);
+  EXPECT_EQ(key_int(*f, "deepseek32.nextn_predict_layers"), 1);
+  EXPECT_EQ(key_int(*f, "deepseek32.attention.indexer.head_count"), 8);
+  EXPECT_EQ(key_int(*f, "deepseek32.attention.indexer.key_length"), 128);
+  EXPECT_EQ(key_int(*f, "deepseek32.attention.indexer.top_k"), 2048);
+  EXPECT_EQ(key_int(*f, "deepseek32.expert_group_count"), 8);
+  EXPECT_EQ(key_int(*f, "deepseek32.attention.key_length_mla"), 192);
+  EXPECT_EQ(key_int(*f, "deepseek32.attention.head_count_kv"), 1);
+  for (int il = 0; il < 3; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    EXPECT_EQ(f->tensor(b + "indexer.attn_q_b.weight")->ne[1], 8 * 128) << il;
+    EXPECT_EQ(f->tensor(b + "indexer.attn_k.weight")->ne[1], 128) << il;
+    EXPECT_EQ(type_of(*f, b + "indexer.k_norm.bias"), GgmlType::F32) << il;
+    EXPECT_EQ(f->tensor(b + "indexer.proj.weight")->ne[1], 8) << il;
+  }
+  EXPECT_EQ(f->tensor("blk.1.nextn.eh_proj.weight"), nullptr);
+  ASSERT_NE(f->tensor("blk.2.nextn.eh_proj.weight"), nullptr);
+  EXPECT_EQ(f->tensor("blk.2.nextn.eh_proj.weight")->ne[0], 512);
+  auto r = test::run_command(cli() + " inspect " + path("v3.2-Q8_0.gguf") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("deepseek32.attention.indexer.top_k"), std::string::npos) << r.out;
+  r = test::run_command(cli() + " generate --model " + path("v3.2-Q8_0.gguf") + " -n 2 --prompt hi 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
 TEST_F(ToolsTest, SynthOverridesLayersVocabAndSeed) {
   auto f = synth("tiny-dsv3", "F16", "--layers 2 --set expert_count=32 --set deepseek2.attention.q_lora_rank=128");
   ASSERT_TRUE(f);
