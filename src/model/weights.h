@@ -94,7 +94,6 @@ struct LayerWeights {
   Mat idx_wk;          // indexer.attn_k [E -> D_I]
   Vec idx_k_norm;      // indexer.k_norm weight and bias [D_I] (LayerNorm)
   Vec idx_k_norm_b;
-  Mat idx_proj;        // indexer.proj [E -> H_I]
 
   // Dense FFN (llama, qwen2, qwen3, the leading blocks of deepseek, deepseek2 and deepseek32).
   Mat ffn_gate, ffn_up, ffn_down;
