@@ -59,7 +59,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
   auto r = std::make_shared<CompletionRequest>();
   if (!body.contains("prompt")) return make_error(err(400, "\"prompt\" is required"), 1);
-  if (auto e = parse_prompt(body["prompt"], *ctx.codec, &r->gen.prompt)) return make_error(*e, 1);
+  if (auto e = parse_prompt(body["prompt"], ctx, &r->gen.prompt)) return make_error(*e, 1);
   if (auto e = parse_openai_common(body, ctx, r.get())) return make_error(*e, 1);
   std::shared_ptr<GenStream> stream;
   if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
@@ -220,6 +220,7 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_messages(body, &msgs)) return make_error(*e, 1);
   auto text = ctx.codec->render_chat(msgs, true);
   if (!text.is_ok()) return make_error(err(400, "\"messages\": " + text.message()), 1);
+  if (auto e = check_prompt_bytes(ctx, "messages", text->size())) return make_error(*e, 1);
   ChatCall call;
   call.req = std::make_shared<CompletionRequest>();
   auto ids = ctx.codec->encode(*text, false, true);

@@ -14,6 +14,7 @@ class FakeCodec final : public TextCodec {
   std::string token_bytes(int32_t id) const override;
   bool is_eog(int32_t id) const override { return id == 257; }
   int32_t n_vocab() const override { return 260; }
+  size_t max_bytes_per_token() const override { return 3; }  // "<s>"; every other token is one byte
   Result<std::string> render_chat(std::span<const ApiChatMessage> messages, bool add_generation_prompt) const override;
   std::string chat_template_name() const override { return "fake"; }
   std::unique_ptr<ReasoningFilter> reasoning_filter() const override;

@@ -88,6 +88,32 @@ TEST(Config, FileThenFlagsOverride) {
   EXPECT_FALSE(parse_server_args({"--config", dir + "/missing.json"}).is_ok());
 }
 
+TEST(Config, HostileValuesAreClearErrors) {
+  auto message = [](std::vector<std::string> a) {
+    auto r = parse_server_args(a);
+    EXPECT_FALSE(r.is_ok());
+    return r.is_ok() ? std::string() : r.message();
+  };
+  EXPECT_NE(message({"--model", "m", "--api-key", ""}).find("--api-key must not be empty"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--api-key="}).find("--api-key must not be empty"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--threads", "-1"}).find("--threads"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--ctx-size", "-5"}).find("--ctx-size"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--max-queue", "99999999999999999999"}).find("--max-queue"), std::string::npos);
+  const std::string dir = test::make_temp_dir("cfg_hostile");
+  std::ofstream(dir + "/big.json") << R"({"model": "a.gguf", "port": 1e400})";
+  std::string m = message({"--config", dir + "/big.json"});
+  EXPECT_NE(m.find("\"port\": the number 1e400 is out of range"), std::string::npos) << m;
+  std::ofstream(dir + "/deep.json") << "{\"model\": " + std::string(100000, '[') + "}";
+  m = message({"--config", dir + "/deep.json"});
+  EXPECT_NE(m.find("nests deeper than"), std::string::npos) << m;
+  std::ofstream(dir + "/syntax.json") << R"({"model": "a.gguf",})";
+  m = message({"--config", dir + "/syntax.json"});
+  EXPECT_NE(m.find("invalid JSON at byte"), std::string::npos) << m;
+  EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+  m = message({"--config", dir});
+  EXPECT_NE(m.find("not a regular file"), std::string::npos) << m;
+}
+
 TEST(Config, ExampleConfigParses) {
   auto r = parse_server_args({"--config", std::string(DS_SOURCE_DIR) + "/configs/ds-server.json"});
   ASSERT_TRUE(r.is_ok()) << r.message();
