@@ -1,15 +1,34 @@
 // Hyper-parameter loading: explicit keys only (../shared/SPEC.md "Common keys" and
 // "deepseek2"). Each getter returns a Status naming the key when it is required and absent,
-// has the wrong type, or holds a value out of range.
+// has the wrong type, or holds a value out of range. Every float key has a legal range (finite,
+// and e.g. an RMS epsilon in (0, 1]): a file with rope.freq_base 0 or a NaN epsilon would load
+// and then serve NaN activations.
 #include "model/hparams.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdint>
 
 #include "gguf/gguf_file.h"
 
 namespace ds {
 
 namespace {
+
+// Legal values of a float key: lo < v <= hi (lo <= v with lo_inclusive); never NaN or inf.
+struct FloatRange {
+  double lo;
+  double hi;
+  bool lo_inclusive = false;
+};
+
+// Ranges of the float keys. Epsilons are tiny positive numbers; a rope base at or below 1
+// gives no decreasing frequencies; scales are positive. The upper bounds are far beyond any
+// published model and only keep the arithmetic finite.
+constexpr FloatRange kEpsRange{.lo = 0.0, .hi = 1.0, .lo_inclusive = false};
+constexpr FloatRange kRopeBaseRange{.lo = 1.0, .hi = 1e12, .lo_inclusive = false};
+constexpr FloatRange kScaleRange{.lo = 0.0, .hi = 1e6, .lo_inclusive = false};
+constexpr FloatRange kYarnLogMulRange{.lo = 0.0, .hi = 100.0, .lo_inclusive = true};
 
 class KeyReader {
  public:
@@ -31,19 +50,18 @@ class KeyReader {
     if (!v) return v.status();
     return check_range(k, *v, min, out);
   }
-  Status req_float(const char* suffix, float* out) const {
+  // Floats must be finite and lie in `range`.
+  Status req_float(const char* suffix, FloatRange range, float* out) const {
     const std::string k = key(suffix);
     auto v = f_.get_float(k);
     if (!v) return v.status();
     if (!v.value()) return Status::error("missing required key " + k + " in " + f_.path());
-    *out = static_cast<float>(**v);
-    return Status::ok();
+    return check_float(k, **v, range, out);
   }
-  Status opt_float(const char* suffix, float def, float* out) const {
+  Status opt_float(const char* suffix, float def, FloatRange range, float* out) const {
     auto v = f_.get_float_or(key(suffix), def);
     if (!v) return v.status();
-    *out = static_cast<float>(*v);
-    return Status::ok();
+    return check_float(key(suffix), *v, range, out);
   }
   Status opt_bool(const char* suffix, bool def, bool* out) const {
     auto v = f_.get_bool_or(key(suffix), def);
@@ -65,6 +83,17 @@ class KeyReader {
       return Status::error("key " + k + " = " + std::to_string(v) + " is out of range in " + f_.path());
     }
     *out = v;
+    return Status::ok();
+  }
+  Status check_float(const std::string& k, double v, FloatRange range, float* out) const {
+    const bool above = range.lo_inclusive ? v >= range.lo : v > range.lo;
+    if (!(above && v <= range.hi)) {  // also rejects NaN
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "key %s = %g is out of range (must be in %c%g, %g]) in ", k.c_str(), v,
+                    range.lo_inclusive ? '[' : '(', range.lo, range.hi);
+      return Status::error(buf + f_.path());
+    }
+    *out = static_cast<float>(v);
     return Status::ok();
   }
   const GgufFile& f_;
@@ -92,8 +121,8 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
   const int64_t hd = hp->n_embd / hp->n_head;
   DS_RETURN_IF_ERROR(read_to(r, "attention.key_length", &hp->n_embd_head_k, false, hd, 1));
   DS_RETURN_IF_ERROR(read_to(r, "attention.value_length", &hp->n_embd_head_v, false, hd, 1));
-  DS_RETURN_IF_ERROR(r.req_float("attention.layer_norm_rms_epsilon", &hp->norm_eps));
-  DS_RETURN_IF_ERROR(r.opt_float("rope.freq_base", 10000.0f, &hp->rope_base));
+  DS_RETURN_IF_ERROR(r.req_float("attention.layer_norm_rms_epsilon", kEpsRange, &hp->norm_eps));
+  DS_RETURN_IF_ERROR(r.opt_float("rope.freq_base", 10000.0f, kRopeBaseRange, &hp->rope_base));
 
   std::string scaling;
   DS_RETURN_IF_ERROR(r.opt_string("rope.scaling.type", "none", &scaling));
@@ -107,12 +136,11 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
     return Status::error("unsupported " + r.key("rope.scaling.type") + " '" + scaling + "' in " + f.path());
   }
   if (hp->rope_scaling != RopeScaling::kNone) {
-    DS_RETURN_IF_ERROR(r.req_float("rope.scaling.factor", &hp->rope_factor));
-    if (!(hp->rope_factor > 0.0f)) return Status::error(r.key("rope.scaling.factor") + " must be > 0");
+    DS_RETURN_IF_ERROR(r.req_float("rope.scaling.factor", kScaleRange, &hp->rope_factor));
   }
   if (hp->rope_scaling == RopeScaling::kYarn) {
     DS_RETURN_IF_ERROR(read_to(r, "rope.scaling.original_context_length", &hp->n_ctx_orig, true, 0, 1));
-    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_log_multiplier", 0.0f, &hp->yarn_log_mul));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_log_multiplier", 0.0f, kYarnLogMulRange, &hp->yarn_log_mul));
   }
 
   // Vocabulary: <arch>.vocab_size, else the token list, else token_embd's rows.
@@ -126,6 +154,9 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
     hp->n_vocab = te->ne[1];
   }
   if (hp->n_vocab <= 0) return Status::error("cannot determine the vocabulary size of " + f.path());
+  if (hp->n_vocab > INT32_MAX) {
+    return Status::error("the vocabulary size " + std::to_string(hp->n_vocab) + " is out of range in " + f.path());
+  }
   return Status::ok();
 }
 
@@ -161,7 +192,7 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
   // Required, as the reference requires them (a missing scale must not silently become 1).
   DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
-  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
+  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", kScaleRange, &hp->expert_weights_scale));
   DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
   int gating = 0;
   DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, false, 0, 0));
@@ -186,6 +217,15 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
 }
 
 }  // namespace
+
+// RoPE rotates pairs of dimensions: an odd count leaves one without a partner.
+Status check_rope_dims(const KeyReader& r, const HParams& hp, const GgufFile& f) {
+  if (hp.n_rot % 2 != 0) {
+    return Status::error("key " + r.key("rope.dimension_count") + " = " + std::to_string(hp.n_rot) +
+                         " must be even in " + f.path());
+  }
+  return Status::ok();
+}
 
 Result<HParams> load_hparams(const GgufFile& f) {
   HParams hp;
@@ -215,6 +255,7 @@ Result<HParams> load_hparams(const GgufFile& f) {
     }
     if (hp.n_rot > hp.n_embd_head_k) return Status::error(r.key("rope.dimension_count") + " exceeds the head size");
   }
+  DS_RETURN_IF_ERROR(check_rope_dims(r, hp, f));
   return hp;
 }
 
