@@ -1,6 +1,7 @@
 // ds-server: parse options, listen at once (/health answers 503 while the model loads),
 // load the engine, serve, and on SIGTERM/SIGINT stop accepting, let in-flight requests
 // finish for --grace seconds, cancel the rest and exit 0.
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -12,6 +13,7 @@
 #include "server/config.h"
 #include "server/http_server.h"
 #include "server/logging.h"
+#include "server/thread_budget.h"
 #include "server/tokenizer_codec.h"
 
 using namespace ds;
@@ -83,6 +85,10 @@ HttpServerOptions http_options(const ServerConfig& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A fixed mmap threshold (which also turns off glibc's dynamic one): request bodies, prompts
+  // and tokenizer scratch of 256 KiB or more get their own mappings and go back to the system
+  // when freed, instead of staying in the per-thread arenas of the HTTP threads for good.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   auto parsed = parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {
     std::fprintf(stderr, "ds-server: %s\n", parsed.message().c_str());
@@ -100,6 +106,11 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+
+  if (Status st = check_thread_budget(cfg, http_options(cfg).n_threads); !st) {
+    spdlog::error("{}", st.message());
+    return 1;
+  }
 
   ServerContext ctx;
   init_context(cfg, &ctx);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "server/config.h"
+#include "server/thread_budget.h"
 #include "test_util.h"
 
 namespace ds {
@@ -112,6 +113,20 @@ TEST(Config, HostileValuesAreClearErrors) {
   EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
   m = message({"--config", dir});
   EXPECT_NE(m.find("not a regular file"), std::string::npos) << m;
+}
+
+TEST(Config, ThreadBudgetNamesTheOptionsToLower) {
+  const auto limit = thread_limit();
+  ASSERT_TRUE(limit.has_value()) << "kernel.threads-max is always readable on Linux";
+  ServerConfig cfg;
+  cfg.threads = 2;
+  EXPECT_TRUE(check_thread_budget(cfg, 16).is_ok());
+  const int64_t too_many = limit->available - threads_needed(cfg, 0) + 1;
+  ASSERT_LT(too_many, INT32_MAX);
+  const Status st = check_thread_budget(cfg, static_cast<int>(too_many));
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("--max-queue"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(limit->source), std::string::npos) << st.message();
 }
 
 TEST(Config, ExampleConfigParses) {
