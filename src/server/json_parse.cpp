@@ -36,7 +36,7 @@ class BoundedSax {
   bool end_object() { return close(); }
   bool end_array() { return close(); }
   bool key(json::string_t& k) {
-    frames_.back().key = k.size() > kMaxQuoted ? k.substr(0, kMaxQuoted) + "..." : k;
+    frames_.back().key = quote(k);
     return true;
   }
   bool parse_error(size_t pos, const std::string& last_token, const nlohmann::detail::exception& ex) {
@@ -81,6 +81,7 @@ class BoundedSax {
     frames_.pop_back();
     return true;
   }
+  // "messages[0].content"; a long path keeps its start and its end.
   std::string path() const {
     std::string p;
     for (const Frame& f : frames_) {
@@ -89,6 +90,7 @@ class BoundedSax {
       else
         p += (p.empty() ? "" : ".") + f.key;
     }
+    if (p.size() > 2 * kMaxQuoted) p = p.substr(0, kMaxQuoted) + "..." + p.substr(p.size() - kMaxQuoted / 2);
     return p;
   }
   std::string where() const { return frames_.empty() ? std::string() : "\"" + path() + "\": "; }

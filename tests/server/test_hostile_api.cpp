@@ -113,6 +113,10 @@ TEST_F(HostileApi, DeepNestingInAnyFieldIs400NamingTheField) {
     for (int i = 0; i < 50000; ++i) objects += "{\"a\":";
     expect_error(post(route, objects), 400, "nests deeper than 64 levels");
   }
+  // Long keys at every level: the path keeps its start and end, the message stays short.
+  std::string long_keys;
+  for (int i = 0; i < 100; ++i) long_keys += "{\"" + std::string(200, 'k') + "\":";
+  expect_error(post("/completion", long_keys), 400, "nests deeper than 64 levels");
   // The path names nested fields too.
   expect_error(post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":" + nested(5000) + "}]}"),
                400, "\"messages[0].content[0]");
