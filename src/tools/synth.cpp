@@ -175,12 +175,11 @@ Status check_loadable(const GgufWriter& meta) {
   for (const auto& [k, v] : meta.metadata()) w.set(k, v);
   const std::filesystem::path tmp =
       std::filesystem::temp_directory_path() / ("ds-synth-check-" + std::to_string(getpid()) + ".gguf");
-  DS_RETURN_IF_ERROR(w.begin(tmp.string()));
-  DS_RETURN_IF_ERROR(w.finish());
-  auto f = GgufFile::open(tmp.string());
-  Status st = f ? Status::ok() : f.status();
-  if (f) {
-    auto hp = load_hparams(**f);
+  Status st = w.begin(tmp.string());
+  if (st) st = w.finish();
+  if (st) {
+    auto f = GgufFile::open(tmp.string());
+    auto hp = f ? load_hparams(**f) : Result<HParams>(f.status());
     if (!hp) st = hp.status();
   }
   std::error_code ec;
