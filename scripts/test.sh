@@ -2,6 +2,9 @@
 # Sets up, builds (warnings as errors) and runs every test with ctest.
 #   scripts/test.sh            all tests (fast and slow labels)
 #   scripts/test.sh -L fast    only the fast label (any ctest arguments pass through)
+#   scripts/test.sh --sanitize the server and engine fast tests (ctest label "sanitize") built with
+#                              AddressSanitizer + UndefinedBehaviorSanitizer (-DDS_SANITIZE=ON) in
+#                              build-sanitize/; any report fails the test (halt_on_error)
 # Test data is read from ../shared (or $DS_SHARED).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +17,17 @@ fi
 export DS_SHARED=$(cd "$shared" && pwd)
 
 scripts/setup.sh
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  build=${BUILD_DIR:-build-sanitize}
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON -DDS_BUILD_TESTS=ON \
+    -DDS_BUILD_BENCH=OFF -DDS_SANITIZE=ON
+  cmake --build "$build" -j"$(nproc)" --target ds_sanitize_tests ds-server ds-cli
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+  ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L sanitize "$@"
+  exit
+fi
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON -DDS_BUILD_TESTS=ON -DDS_BUILD_BENCH=ON
 cmake --build "$build" -j"$(nproc)"

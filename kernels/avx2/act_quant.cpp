@@ -32,6 +32,12 @@ __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// [QUANT_CLAMP] Finite inputs quantize into [-127, 127]; NaN or infinity converts to
+// INT32_MIN: clamped, so that the stored quants and their sums agree whatever x holds.
+__m256i clamp_q(__m256i q) {
+  return _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+}
+
 int quantize_block32(const float* x, half_t* d_out, int8_t* qs, float* d_f32) {
   __m256 v[4];
   __m256 amax = _mm256_setzero_ps();
@@ -46,8 +52,10 @@ int quantize_block32(const float* x, half_t* d_out, int8_t* qs, float* d_f32) {
   *d_out = f32_to_fp16(d);
   *d_f32 = d;
   __m256i q[4];
-  for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(
-      _mm256_round_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (int i = 0; i < 4; ++i) {
+    q[i] = clamp_q(_mm256_cvtps_epi32(
+        _mm256_round_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+  }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack32(q[0], q[1], q[2], q[3]));
   return hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
 }
@@ -70,11 +78,10 @@ void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
       }
     const float iscale = -127.0f / max;
     const __m256 vs = _mm256_set1_ps(iscale);
-    const __m256i cap = _mm256_set1_epi32(127);
     for (int g = 0; g < 8; ++g) {  // 32 quants per step: two bsums
       __m256i q[4];
       for (int i = 0; i < 4; ++i)
-        q[i] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + 32 * g + 8 * i))), cap);
+        q[i] = clamp_q(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + 32 * g + 8 * i))));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs + 32 * g), pack32(q[0], q[1], q[2], q[3]));
       b.bsums[2 * g] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[0], q[1])));
       b.bsums[2 * g + 1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[2], q[3])));

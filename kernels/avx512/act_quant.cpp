@@ -14,6 +14,14 @@
 namespace ds::avx512 {
 namespace {
 
+// [QUANT_CLAMP] Finite inputs quantize into [-127, 127] by construction; NaN or infinity
+// converts to INT32_MIN. Clamping keeps the stored int8 quants and their sums consistent and
+// the int32 sums far from overflow (a block of INT32_MIN lanes overflowed the reduction,
+// undefined behaviour that UBSan reported), whatever the activations hold.
+__m512i clamp_q(__m512i q) {
+  return _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+}
+
 // One 32-block: returns the quants' sum and the unrounded d; stores fp16(d) and the quants.
 int quantize_block32(const float* x, half_t* d_out, int8_t* qs, float* d_f32) {
   const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
@@ -22,8 +30,8 @@ int quantize_block32(const float* x, half_t* d_out, int8_t* qs, float* d_f32) {
   const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
   *d_out = f32_to_fp16(d);
   *d_f32 = d;
-  const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
-  const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+  const __m512i q0 = clamp_q(_mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id))));
+  const __m512i q1 = clamp_q(_mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id))));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(q0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q1));
   return _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
@@ -65,8 +73,7 @@ void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
     const float iscale = -127.0f / max;
     const __m512 vs = _mm512_set1_ps(iscale);
     for (int i = 0; i < 16; ++i) {
-      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(x + 16 * i)));  // half to even
-      q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
+      const __m512i q = clamp_q(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(x + 16 * i))));  // half to even
       _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + 16 * i), _mm512_cvtepi32_epi8(q));
       b.bsums[i] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
     }

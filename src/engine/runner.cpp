@@ -57,7 +57,9 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<Model> model, con
   if (!kv) return kv.status();
   r->kv_ = std::move(*kv);
 
-  r->pool_ = std::make_unique<ThreadPool>(ThreadPoolOptions{.n_threads = opts.n_threads, .pin = opts.pin_threads});
+  auto pool = ThreadPool::create({.n_threads = opts.n_threads, .pin = opts.pin_threads});
+  if (!pool) return pool.status();
+  r->pool_ = std::move(*pool);
   auto numa = parse_numa_mode(opts.numa);
   if (!numa) return numa.status();
   auto arena = Arena::create(model->scratch_bytes(opts.max_batch_tokens), *numa);

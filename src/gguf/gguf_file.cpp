@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "kernels/quant/validate.h"
+#include "util/files.h"
 #include "util/strings.h"
 
 namespace ds {
@@ -343,11 +344,11 @@ std::string gguf_split_path(const std::string& prefix, int index, int count) {
 static Result<std::unique_ptr<GgufFile::Shard>> map_file(const std::string& path) {
   auto sh = std::make_unique<GgufFile::Shard>();
   sh->path = path;
-  sh->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (sh->fd < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  auto fd = open_regular_file(path);  // a FIFO or directory is an error, never a hang
+  if (!fd) return fd.status();
+  sh->fd = *fd;
   struct stat st {};
   if (fstat(sh->fd, &st) != 0) return Status::error(path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Status::error(path + ": not a regular file");
   if (st.st_size < 24) return Status::error(str_format("%s: file too small to be GGUF (%lld bytes)", path.c_str(),
                                                        static_cast<long long>(st.st_size)));
   sh->size = static_cast<size_t>(st.st_size);

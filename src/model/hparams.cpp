@@ -1,15 +1,35 @@
 // Hyper-parameter loading: explicit keys only (../shared/SPEC.md "Common keys" and
 // "deepseek2"). Each getter returns a Status naming the key when it is required and absent,
-// has the wrong type, or holds a value out of range.
+// has the wrong type, or holds a value out of range. Every float key has a legal range (finite,
+// and e.g. an RMS epsilon in (0, 1]): a file with rope.freq_base 0 or a NaN epsilon would load
+// and then serve NaN activations.
 #include "model/hparams.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdint>
 
 #include "gguf/gguf_file.h"
 
 namespace ds {
 
 namespace {
+
+// Legal values of a float key: lo < v <= hi (lo <= v with lo_inclusive); never NaN or inf.
+struct FloatRange {
+  double lo;
+  double hi;
+  bool lo_inclusive = false;
+};
+
+// Ranges of the float keys. Epsilons are tiny positive numbers; a rope base at or below 1
+// gives no decreasing frequencies; scales are positive. The upper bounds are far beyond any
+// published model and only keep the arithmetic finite.
+constexpr FloatRange kEpsRange{.lo = 0.0, .hi = 1.0, .lo_inclusive = false};
+constexpr FloatRange kRopeBaseRange{.lo = 1.0, .hi = 1e12, .lo_inclusive = false};
+constexpr FloatRange kScaleRange{.lo = 0.0, .hi = 1e6, .lo_inclusive = false};
+constexpr FloatRange kScaleOrZeroRange{.lo = 0.0, .hi = 1e6, .lo_inclusive = true};  // 0: "no scaling"
+constexpr FloatRange kYarnLogMulRange{.lo = 0.0, .hi = 100.0, .lo_inclusive = true};
 
 class KeyReader {
  public:
@@ -31,19 +51,18 @@ class KeyReader {
     if (!v) return v.status();
     return check_range(k, *v, min, out);
   }
-  Status req_float(const char* suffix, float* out) const {
+  // Floats must be finite and lie in `range`.
+  Status req_float(const char* suffix, FloatRange range, float* out) const {
     const std::string k = key(suffix);
     auto v = f_.get_float(k);
     if (!v) return v.status();
     if (!v.value()) return Status::error("missing required key " + k + " in " + f_.path());
-    *out = static_cast<float>(**v);
-    return Status::ok();
+    return check_float(k, **v, range, out);
   }
-  Status opt_float(const char* suffix, float def, float* out) const {
+  Status opt_float(const char* suffix, float def, FloatRange range, float* out) const {
     auto v = f_.get_float_or(key(suffix), def);
     if (!v) return v.status();
-    *out = static_cast<float>(*v);
-    return Status::ok();
+    return check_float(key(suffix), *v, range, out);
   }
   Status opt_bool(const char* suffix, bool def, bool* out) const {
     auto v = f_.get_bool_or(key(suffix), def);
@@ -65,6 +84,17 @@ class KeyReader {
       return Status::error("key " + k + " = " + std::to_string(v) + " is out of range in " + f_.path());
     }
     *out = v;
+    return Status::ok();
+  }
+  Status check_float(const std::string& k, double v, FloatRange range, float* out) const {
+    const bool above = range.lo_inclusive ? v >= range.lo : v > range.lo;
+    if (!(above && v <= range.hi)) {  // also rejects NaN
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "key %s = %g is out of range (must be in %c%g, %g]) in ", k.c_str(), v,
+                    range.lo_inclusive ? '[' : '(', range.lo, range.hi);
+      return Status::error(buf + f_.path());
+    }
+    *out = static_cast<float>(v);
     return Status::ok();
   }
   const GgufFile& f_;
@@ -95,8 +125,8 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
   const int64_t hd = hp->n_embd / hp->n_head;
   DS_RETURN_IF_ERROR(read_to(r, "attention.key_length", &hp->n_embd_head_k, false, hd, 1));
   DS_RETURN_IF_ERROR(read_to(r, "attention.value_length", &hp->n_embd_head_v, false, hd, 1));
-  DS_RETURN_IF_ERROR(r.req_float("attention.layer_norm_rms_epsilon", &hp->norm_eps));
-  DS_RETURN_IF_ERROR(r.opt_float("rope.freq_base", 10000.0f, &hp->rope_base));
+  DS_RETURN_IF_ERROR(r.req_float("attention.layer_norm_rms_epsilon", kEpsRange, &hp->norm_eps));
+  DS_RETURN_IF_ERROR(r.opt_float("rope.freq_base", 10000.0f, kRopeBaseRange, &hp->rope_base));
 
   std::string scaling;
   DS_RETURN_IF_ERROR(r.opt_string("rope.scaling.type", "none", &scaling));
@@ -110,14 +140,13 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
     return Status::error("unsupported " + r.key("rope.scaling.type") + " '" + scaling + "' in " + f.path());
   }
   if (hp->rope_scaling != RopeScaling::kNone) {
-    DS_RETURN_IF_ERROR(r.req_float("rope.scaling.factor", &hp->rope_factor));
-    if (!(hp->rope_factor > 0.0f)) return Status::error(r.key("rope.scaling.factor") + " must be > 0");
+    DS_RETURN_IF_ERROR(r.req_float("rope.scaling.factor", kScaleRange, &hp->rope_factor));
   }
   if (hp->rope_scaling == RopeScaling::kYarn) {
     DS_RETURN_IF_ERROR(read_to(r, "rope.scaling.original_context_length", &hp->n_ctx_orig, true, 0, 1));
-    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_log_multiplier", 0.0f, &hp->yarn_log_mul));
-    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_beta_fast", 32.0f, &hp->yarn_beta_fast));
-    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_beta_slow", 1.0f, &hp->yarn_beta_slow));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_log_multiplier", 0.0f, kYarnLogMulRange, &hp->yarn_log_mul));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_beta_fast", 32.0f, kScaleRange, &hp->yarn_beta_fast));
+    DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.yarn_beta_slow", 1.0f, kScaleRange, &hp->yarn_beta_slow));
   }
 
   // Vocabulary: <arch>.vocab_size, else the token list, else token_embd's rows.
@@ -131,6 +160,9 @@ Status load_common(const GgufFile& f, const KeyReader& r, HParams* hp) {
     hp->n_vocab = te->ne[1];
   }
   if (hp->n_vocab <= 0) return Status::error("cannot determine the vocabulary size of " + f.path());
+  if (hp->n_vocab > INT32_MAX) {
+    return Status::error("the vocabulary size " + std::to_string(hp->n_vocab) + " is out of range in " + f.path());
+  }
   return Status::ok();
 }
 
@@ -175,10 +207,10 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
   DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
   if (v32) {
-    DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, &hp->expert_weights_scale));
+    DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, kScaleOrZeroRange, &hp->expert_weights_scale));
     if (hp->expert_weights_scale == 0.0f) hp->expert_weights_scale = 1.0f;  // 0: no scaling (SPEC 2.1)
   } else {
-    DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
+    DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", kScaleRange, &hp->expert_weights_scale));
   }
   DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
   int gating = 0;
@@ -221,7 +253,7 @@ Status load_deepseek(const GgufFile& f, const KeyReader& r, HParams* hp) {
   DS_RETURN_IF_ERROR(read_to(r, "expert_used_count", &hp->n_expert_used, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
-  DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, &hp->expert_weights_scale));
+  DS_RETURN_IF_ERROR(r.opt_float("expert_weights_scale", 1.0f, kScaleRange, &hp->expert_weights_scale));
   hp->gating = MoeGating::kSoftmax;
   hp->expert_weights_norm = false;
   if (hp->n_expert_used > hp->n_expert) return Status::error(r.key("expert_used_count") + " exceeds expert_count");
@@ -247,7 +279,7 @@ Status load_qwen3(const GgufFile& f, const KeyReader& r, HParams* hp) {
   if (hp->n_head % hp->n_head_kv != 0) {
     return Status::error(r.key("attention.head_count") + " is not a multiple of head_count_kv in " + f.path());
   }
-  DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.attn_factor", 1.0f, &hp->rope_attn_factor));
+  DS_RETURN_IF_ERROR(r.opt_float("rope.scaling.attn_factor", 1.0f, kScaleRange, &hp->rope_attn_factor));
   return Status::ok();
 }
 
@@ -302,7 +334,7 @@ Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   if (hp->n_rot > hp->n_embd_head_k || hp->n_rot % 2 != 0) {
     return Status::error(r.key("rope.dimension_count") + " must be even and at most key_length in " + f.path());
   }
-  DS_RETURN_IF_ERROR(r.req_float("attention.compress_rope_freq_base", &hp->compress_rope_base));
+  DS_RETURN_IF_ERROR(r.req_float("attention.compress_rope_freq_base", kRopeBaseRange, &hp->compress_rope_base));
   DS_RETURN_IF_ERROR(read_to(r, "attention.q_lora_rank", &hp->q_lora, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "attention.sliding_window", &hp->n_swa, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "attention.output_group_count", &hp->n_out_group, true, 0, 1));
@@ -332,7 +364,7 @@ Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   DS_RETURN_IF_ERROR(read_to(r, "hyper_connection.count", &hp->n_hc, true, 0, 1));
   if (hp->n_hc != 4) return Status::error(r.key("hyper_connection.count") + " must be 4 in " + f.path());
   DS_RETURN_IF_ERROR(read_to(r, "hyper_connection.sinkhorn_iterations", &hp->hc_iters, true, 0, 1));
-  DS_RETURN_IF_ERROR(r.req_float("hyper_connection.epsilon", &hp->hc_eps));
+  DS_RETURN_IF_ERROR(r.req_float("hyper_connection.epsilon", kEpsRange, &hp->hc_eps));
   DS_RETURN_IF_ERROR(read_to(r, "hash_layer_count", &hp->n_hash_layer, true, 0, 0));
   if (hp->n_hash_layer > hp->n_layer) return Status::error(r.key("hash_layer_count") + " exceeds the trunk blocks");
 
@@ -340,7 +372,7 @@ Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   DS_RETURN_IF_ERROR(read_to(r, "expert_used_count", &hp->n_expert_used, true, 0, 1));
   DS_RETURN_IF_ERROR(read_to(r, "expert_shared_count", &hp->n_expert_shared, true, 0, 0));
   DS_RETURN_IF_ERROR(read_to(r, "expert_feed_forward_length", &hp->n_ff_exp, true, 0, 1));
-  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", &hp->expert_weights_scale));
+  DS_RETURN_IF_ERROR(r.req_float("expert_weights_scale", kScaleRange, &hp->expert_weights_scale));
   DS_RETURN_IF_ERROR(r.opt_bool("expert_weights_norm", false, &hp->expert_weights_norm));
   int gating = 0;
   DS_RETURN_IF_ERROR(read_to(r, "expert_gating_func", &gating, true, 0, 0));
@@ -390,6 +422,15 @@ Status load_deepseek32(const GgufFile& f, const KeyReader& r, HParams* hp) {
 
 }  // namespace
 
+// RoPE rotates pairs of dimensions: an odd count leaves one without a partner.
+Status check_rope_dims(const KeyReader& r, const HParams& hp, const GgufFile& f) {
+  if (hp.n_rot % 2 != 0) {
+    return Status::error("key " + r.key("rope.dimension_count") + " = " + std::to_string(hp.n_rot) +
+                         " must be even in " + f.path());
+  }
+  return Status::ok();
+}
+
 Result<HParams> load_hparams(const GgufFile& f) {
   HParams hp;
   hp.arch_name = f.architecture();
@@ -433,6 +474,7 @@ Result<HParams> load_hparams(const GgufFile& f) {
     }
     if (hp.n_rot > hp.n_embd_head_k) return Status::error(r.key("rope.dimension_count") + " exceeds the head size");
   }
+  DS_RETURN_IF_ERROR(check_rope_dims(r, hp, f));
   return hp;
 }
 

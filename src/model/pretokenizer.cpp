@@ -11,6 +11,8 @@
 
 #include <pcre2.h>
 
+#include "util/scratch.h"
+
 namespace ds {
 
 namespace {
@@ -156,6 +158,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& o
     std::swap(cur, next);
   }
   out.insert(out.end(), cur.begin(), cur.end());
+  release_large_scratch(cur);
+  release_large_scratch(next);
 }
 
 }  // namespace ds

@@ -3,6 +3,7 @@
 // Pre-tokenization lives in pretokenizer.cpp, BPE merging in tokenizer_bpe.cpp.
 #include "model/tokenizer.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -10,6 +11,7 @@
 #include "model/pretokenizer.h"
 #include "model/tokenizer_bpe.h"
 #include "model/unicode_utf8.h"
+#include "util/scratch.h"
 
 namespace ds {
 
@@ -71,6 +73,9 @@ constexpr std::string_view kEogTexts[] = {
 };
 
 constexpr size_t kMaxCacheWords = 1 << 17;  // bound on the word cache; cleared when exceeded
+// Longer words are not cached: real words are short, and a cache entry holds a copy of the
+// word, so one megabyte-long "word" would otherwise stay in memory until the cache is cleared.
+constexpr size_t kMaxCachedWordBytes = 256;
 
 // Bytes a token stands for: byte-level decoding for ordinary tokens, the raw text for tokens
 // matched literally, "<0xHH>" byte tokens as that byte.
@@ -108,13 +113,14 @@ struct Tokenizer::Impl {
   };
   mutable std::mutex cache_mu;
   mutable std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>> cache;
+  size_t max_bytes_per_token = 0;  // see Tokenizer::max_bytes_per_token
 
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   void encode_fragment(std::string_view frag, std::vector<int32_t>& out) const;
 };
 
 void Tokenizer::Impl::encode_word(std::string_view word, std::vector<int32_t>& out) const {
-  if (word.size() <= 1) {  // single bytes never merge: skip the cache
+  if (word.size() <= 1 || word.size() > kMaxCachedWordBytes) {  // single bytes never merge: skip the cache
     bpe.encode_word(word, pre->ignore_merges(), out);
     return;
   }
@@ -145,6 +151,7 @@ void Tokenizer::Impl::encode_fragment(std::string_view frag, std::vector<int32_t
   words.clear();
   pre->split(frag, words);
   for (std::string_view w : words) encode_word(w, out);
+  release_large_scratch(words);
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -210,6 +217,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std:
   if (vv.eos >= 0) impl->eog[static_cast<size_t>(vv.eos)] = true;
   if (vv.eot >= 0) impl->eog[static_cast<size_t>(vv.eot)] = true;
   DS_RETURN_IF_ERROR(impl->bpe.build(vv.tokens, mergeable, merges));
+  if (impl->bpe.spells_every_byte()) {
+    size_t longest = 1;
+    for (size_t i = 0; i < n; ++i) longest = std::max({longest, impl->bytes[i].size(), vv.tokens[i].size()});
+    impl->max_bytes_per_token = longest * (impl->pre->nfc() ? 3 : 1);  // [PROMPT_BYTES]
+  }
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
@@ -358,6 +370,9 @@ bool Tokenizer::add_bos() const {
 }
 const std::string& Tokenizer::pre_name() const {
   return impl_->pre->name();
+}
+size_t Tokenizer::max_bytes_per_token() const {
+  return impl_->max_bytes_per_token;
 }
 
 TokenType Tokenizer::type(int32_t id) const {

@@ -90,6 +90,13 @@ class Tokenizer {
   bool is_special(int32_t id) const;  // control token
   bool is_eog(int32_t id) const;      // ends generation: EOS, EOT, <|im_end|>, <|EOT|>, ...
   const std::string& pre_name() const;
+  // [PROMPT_BYTES] Most bytes of input text one token can stand for: the longest token (as
+  // bytes or as the literal text of a control token), times 3 when the pre-tokenizer applies
+  // NFC (composition shrinks text at most 3:1, a Hangul L+V+T sequence of 9 bytes to one
+  // 3-byte syllable). A text of N bytes therefore encodes to at least N / this many tokens,
+  // which lets the server reject a prompt that must exceed the context before tokenizing it.
+  // 0 when the vocabulary cannot spell every byte (such bytes are dropped, so no bound holds).
+  size_t max_bytes_per_token() const;
 
   struct Impl;
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "model/unicode_utf8.h"
+#include "util/scratch.h"
 
 namespace ds {
 
@@ -92,6 +93,13 @@ const BpeModel::Merge* BpeModel::find_merge(int32_t a, int32_t b) const {
   }
 }
 
+bool BpeModel::spells_every_byte() const {
+  for (int32_t id : byte_id_) {
+    if (id < 0) return false;
+  }
+  return true;
+}
+
 void BpeModel::encode_word(std::string_view word, bool ignore_merges, std::vector<int32_t>& out) const {
   if (ignore_merges) {
     std::string bl;
@@ -150,6 +158,8 @@ void BpeModel::encode_word(std::string_view word, bool ignore_merges, std::vecto
     push_pair(c.pos);
   }
   for (int32_t i = 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
+  release_large_scratch(sym);
+  release_large_scratch(queue);
 }
 
 }  // namespace ds

@@ -43,6 +43,9 @@ class BpeModel {
   // ignore_merges: a word whose byte-level form is a token is that token (Llama 3).
   void encode_word(std::string_view word, bool ignore_merges, std::vector<int32_t>& out) const;
 
+  // True when every byte has a single-byte token (no input byte is ever dropped).
+  bool spells_every_byte() const;
+
   // Id of the mergeable token with this stored text, or -1.
   int32_t lookup(std::string_view text) const { return vocab_.find(text); }
 

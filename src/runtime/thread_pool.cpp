@@ -8,6 +8,8 @@
 // workers stay in the spin phase then; idle servers sleep and burn nothing.
 #include "runtime/thread_pool.h"
 
+#include <system_error>
+
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -150,7 +152,24 @@ ThreadPool::ThreadPool(ThreadPoolOptions opts) : impl_(std::make_unique<Impl>())
   p.pin_workers = opts.pin && p.n_threads <= topo.n_cores;
   p.pin_caller = p.pin_workers && opts.pin_caller;
   p.workers.reserve(p.n_threads - 1);
-  for (int ith = 1; ith < p.n_threads; ++ith) p.workers.emplace_back([&p, ith] { p.worker_main(ith); });
+  try {
+    for (int ith = 1; ith < p.n_threads; ++ith) p.workers.emplace_back([&p, ith] { p.worker_main(ith); });
+  } catch (const std::system_error&) {  // the system refused a thread: stop the ones started
+    p.stop = true;
+    p.start_generation();
+    for (auto& t : p.workers) t.join();
+    throw;
+  }
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::create(ThreadPoolOptions opts) {
+  try {
+    return std::make_unique<ThreadPool>(opts);
+  } catch (const std::system_error& e) {
+    return Status::error("cannot start " + std::to_string(opts.n_threads > 0 ? opts.n_threads : topology().n_cores) +
+                         " compute threads (" + e.what() +
+                         "): lower the thread count or raise the process's thread limit (ulimit -u, TasksMax)");
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -10,6 +10,8 @@
 #include <memory>
 #include <type_traits>
 
+#include "ds/status.h"
+
 namespace ds {
 
 struct ThreadPoolOptions {
@@ -25,7 +27,10 @@ struct ThreadPoolOptions {
 
 class ThreadPool {
  public:
+  // Throws std::system_error when the system refuses a thread (after stopping the ones it
+  // started); create() turns that into an error naming the thread count.
   explicit ThreadPool(ThreadPoolOptions opts = {});
+  static Result<std::unique_ptr<ThreadPool>> create(ThreadPoolOptions opts = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

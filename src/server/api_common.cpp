@@ -8,6 +8,7 @@
 #include <random>
 
 #include "server/api_internal.h"
+#include "server/json_parse.h"
 #include "server/text_stream.h"
 
 namespace ds {
@@ -57,10 +58,8 @@ HttpResponse make_error(const ApiError& e, int retry_after_s) {
 }
 
 std::optional<ApiError> parse_body(const std::string& body, json* out) {
-  try {
-    *out = json::parse(body);
-  } catch (const json::parse_error& e) {
-    return err(400, std::string("invalid JSON in the request body: ") + e.what());
+  if (Status st = parse_json_bounded(body, out); !st) {
+    return err(400, "the request body is not accepted: " + st.message());
   }
   if (!out->is_object()) {
     return err(400, "the request body must be a JSON object");
@@ -69,7 +68,7 @@ std::optional<ApiError> parse_body(const std::string& body, json* out) {
 }
 
 static ApiError field_error(const char* key, const std::string& expected, const json& got) {
-  return err(400, "\"" + std::string(key) + "\" must be " + expected + " (got " + dump(got) + ")");
+  return err(400, "\"" + std::string(key) + "\" must be " + expected + " (got " + json_preview(got) + ")");
 }
 
 std::optional<ApiError> get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out) {
@@ -216,21 +215,46 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_prompt(const json& p, const TextCodec& codec, std::vector<int32_t>* out) {
+static int context_tokens(const ServerContext& ctx) {
+  return ctx.loop ? ctx.loop->sched_options().n_ctx : ctx.opts.n_ctx;
+}
+
+size_t max_prompt_bytes(const ServerContext& ctx) {
+  const size_t per_token = ctx.codec ? ctx.codec->max_bytes_per_token() : 0;
+  return per_token == 0 ? 0 : static_cast<size_t>(context_tokens(ctx)) * per_token - 1;
+}
+
+std::optional<ApiError> check_prompt_bytes(const ServerContext& ctx, const char* field, size_t n_bytes,
+                                           size_t n_tokens) {
+  const size_t per_token = ctx.codec->max_bytes_per_token();
+  const auto n_ctx = static_cast<size_t>(context_tokens(ctx));
+  if (per_token == 0 || n_tokens + n_bytes / per_token < n_ctx) return std::nullopt;
+  return err(400,
+             "the request exceeds the available context size: \"" + std::string(field) + "\" has " +
+                 std::to_string(n_bytes) + " bytes of text, which is at least " +
+                 std::to_string(n_tokens + n_bytes / per_token) + " tokens (a token stands for at most " +
+                 std::to_string(per_token) + " bytes); the context holds " + std::to_string(n_ctx) +
+                 " (try a shorter prompt)",
+             "exceed_context_size_error", {{"n_prompt_bytes", n_bytes}, {"n_ctx", n_ctx}});
+}
+
+std::optional<ApiError> parse_prompt(const json& p, const ServerContext& ctx, std::vector<int32_t>* out) {
   const std::string expected = "a string, an array of token ids, or an array mixing strings and ids";
+  const TextCodec& codec = *ctx.codec;
   auto add_text = [&](const std::string& s, bool first) -> std::optional<ApiError> {
+    if (auto e = check_prompt_bytes(ctx, "prompt", s.size(), out->size())) return e;
     auto ids = codec.encode(s, first, true);
     if (!ids.is_ok()) return err(400, "\"prompt\": " + ids.message());
     out->insert(out->end(), ids->begin(), ids->end());
     return std::nullopt;
   };
   if (p.is_string()) {
-    if (auto e = add_text(p.get<std::string>(), true)) return e;
+    if (auto e = add_text(p.get_ref<const std::string&>(), true)) return e;
   } else if (p.is_array()) {
     for (size_t i = 0; i < p.size(); ++i) {
       const json& x = p[i];
       if (x.is_string()) {
-        if (auto e = add_text(x.get<std::string>(), i == 0)) return e;
+        if (auto e = add_text(x.get_ref<const std::string&>(), i == 0)) return e;
       } else if (x.is_number_integer()) {
         const int64_t id = x.get<int64_t>();
         if (id < 0 || id >= codec.n_vocab()) {
@@ -252,7 +276,7 @@ std::optional<ApiError> parse_prompt(const json& p, const TextCodec& codec, std:
 }
 
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt) {
-  const int n_ctx = ctx.loop ? ctx.loop->sched_options().n_ctx : ctx.opts.n_ctx;
+  const int n_ctx = context_tokens(ctx);
   if (n_prompt < static_cast<size_t>(n_ctx)) return std::nullopt;
   return err(400,
              "the request exceeds the available context size: the prompt has " + std::to_string(n_prompt) +

@@ -3,6 +3,7 @@
 // tokens, stop:false), then a final event with stop:true and the totals; an error after the
 // stream began becomes a `data: {"error":...}` event that ends the stream.
 #include "server/api_internal.h"
+#include "server/json_parse.h"
 #include "server/text_stream.h"
 
 namespace ds::api {
@@ -70,7 +71,7 @@ HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
   if (!body.contains("prompt")) {
     return make_error(err(400, "\"prompt\" is required"), ctx.opts.retry_after_s);
   }
-  if (auto e = parse_prompt(body["prompt"], *ctx.codec, &r->gen.prompt)) return make_error(*e, 1);
+  if (auto e = parse_prompt(body["prompt"], ctx, &r->gen.prompt)) return make_error(*e, 1);
   if (auto e = parse_sampling(body, ctx, r.get())) return make_error(*e, 1);
   std::shared_ptr<GenStream> stream;
   if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
@@ -110,6 +111,7 @@ HttpResponse route_tokenize(ServerContext& ctx, const HttpRequest& req) {
       (e = get_bool(body, "with_pieces", &with_pieces))) {
     return make_error(*e, 1);
   }
+  if (auto e = check_prompt_bytes(ctx, "content", content.size())) return make_error(*e, 1);
   auto ids = ctx.codec->encode(content, add_special, true);
   if (!ids.is_ok()) return make_error(err(400, "\"content\": " + ids.message()), 1);
   json tokens = json::array();
@@ -136,7 +138,7 @@ HttpResponse route_detokenize(ServerContext& ctx, const HttpRequest& req) {
   for (const auto& t : *it) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.codec->n_vocab()) {
       return make_error(err(400, "\"tokens\" must hold ids in [0, " + std::to_string(ctx.codec->n_vocab()) + ") (got " +
-                                     dump(t) + ")"),
+                                     json_preview(t) + ")"),
                         1);
     }
     text += ctx.codec->token_bytes(static_cast<int32_t>(t.get<int64_t>()));

@@ -54,8 +54,15 @@ struct CompletionRequest {
 
 // Sampling and limits shared by all generation routes (llama.cpp names, OpenAI aliases).
 std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
-// prompt: a string, token ids, or a mixed array of both.
-std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec, std::vector<int32_t>* out);
+// prompt: a string, token ids, or a mixed array of both. Text that must exceed the context is
+// rejected before it is tokenized (check_prompt_bytes).
+std::optional<ApiError> parse_prompt(const json& prompt, const ServerContext& ctx, std::vector<int32_t>* out);
+// [PROMPT_BYTES] 400 exceed_context_size_error when `n_bytes` of text following `n_tokens`
+// tokens must be at least the context's length, whatever the text is.
+std::optional<ApiError> check_prompt_bytes(const ServerContext& ctx, const char* field, size_t n_bytes,
+                                           size_t n_tokens = 0);
+// The largest text check_prompt_bytes lets through (0: no bound), reported by /props.
+size_t max_prompt_bytes(const ServerContext& ctx);
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);
 
 // Submits to the loop; on failure returns the HTTP error (503 busy, 400 too long, ...).

@@ -62,7 +62,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
   auto r = std::make_shared<CompletionRequest>();
   if (!body.contains("prompt")) return make_error(err(400, "\"prompt\" is required"), 1);
-  if (auto e = parse_prompt(body["prompt"], *ctx.codec, &r->gen.prompt)) return make_error(*e, 1);
+  if (auto e = parse_prompt(body["prompt"], ctx, &r->gen.prompt)) return make_error(*e, 1);
   if (auto e = parse_openai_common(body, ctx, r.get())) return make_error(*e, 1);
   std::shared_ptr<GenStream> stream;
   if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
@@ -257,6 +257,7 @@ std::optional<ApiError> render_request(const ServerContext& ctx, const json& bod
   if (auto e = parse_chat_request(body, *ctx.codec, chat)) return e;
   auto text = ctx.codec->render_chat(chat->input);
   if (!text.is_ok()) return err(400, "\"messages\": " + text.message());
+  if (auto e = check_prompt_bytes(ctx, "messages", text->size())) return e;
   *prompt = std::move(*text);
   return std::nullopt;
 }

@@ -3,7 +3,10 @@
 // {"error":{"code","message","type"}} with the matching HTTP status.
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "server/api_internal.h"
+#include "server/json_parse.h"
 
 namespace ds {
 namespace api {
@@ -54,7 +57,9 @@ static HttpResponse route_props(ServerContext& ctx, const HttpRequest&) {
                         {"build_info", ctx.opts.build_info},
                         {"n_ctx", so.n_ctx},
                         {"batch_tokens", so.batch_tokens},
-                        {"max_queue", so.max_queue}});
+                        {"max_queue", so.max_queue},
+                        {"max_prompt_bytes", max_prompt_bytes(ctx)},
+                        {"max_json_depth", kMaxJsonDepth}});
 }
 
 static HttpResponse route_slots(ServerContext& ctx, const HttpRequest&) {
@@ -111,7 +116,10 @@ static const Route kRoutes[] = {
 static HttpResponse dispatch(ServerContext& ctx, const HttpRequest& req) {
   const bool open = req.path == "/health" || req.path == "/v1/health";
   if (!open && !authorized(ctx, req)) {
-    return make_error(err(401, "Invalid API Key: send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'"), 1);
+    HttpResponse r =
+        make_error(err(401, "Invalid API Key: send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'"), 1);
+    r.headers.push_back({"WWW-Authenticate", "Bearer"});  // RFC 6750, section 3
+    return r;
   }
   bool path_known = false;
   for (const Route& r : kRoutes) {
@@ -142,7 +150,9 @@ HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
   try {
     r = api::dispatch(ctx, req);
   } catch (const std::exception& e) {
-    r = api::make_error(api::err(500, std::string("internal error: ") + e.what()), 1);
+    // The exception's text is for the log: it may name library internals.
+    spdlog::error("internal error on {} {}: {}", req.method, req.path, e.what());
+    r = api::make_error(api::err(500, "internal error"), 1);
   }
   if (r.status >= 500)
     ctx.counters.http_errors_5xx++;

@@ -2,10 +2,13 @@
 // type, target and help line, so flags, the config file and --help cannot drift apart.
 #include "server/config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "server/json_parse.h"
 
 namespace ds {
 
@@ -75,9 +78,14 @@ const std::vector<Option>& options() {
        [](ServerConfig& c, const std::string& v) {
          return one_of("numa", v, {"none", "distribute", "isolate"}, &c.numa);
        }},
-      STR_OPT("api-key", api_key,
-              "Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health. Also read "
-              "from $DS_API_KEY."),
+      {"api-key", "S",
+       "Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health. Also read "
+       "from $DS_API_KEY. An empty key is an error (omit the option to run without one).",
+       [](ServerConfig& c, const std::string& v) {
+         if (v.empty()) return Status::error("--api-key must not be empty (omit it to run without a key)");
+         c.api_key = v;
+         return Status::ok();
+       }},
       {"log-format", "F", "Log lines as text or json (default text).",
        [](ServerConfig& c, const std::string& v) {
          return one_of("log-format", v, {"text", "json"}, &c.log_format);
@@ -137,13 +145,17 @@ const Option* find_option(std::string key) {
 }  // namespace
 
 Status load_config_file(const std::string& path, ServerConfig* cfg) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    return Status::error("the config file " + path + " is not a regular file");
+  }
   std::ifstream f(path);
   if (!f) return Status::error("cannot read the config file " + path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    return Status::error("config file " + path + " is not valid JSON: " + e.what());
+  std::stringstream text;
+  text << f.rdbuf();
+  nlohmann::ordered_json j;
+  if (Status st = parse_json_bounded(text.str(), &j); !st) {
+    return Status::error("config file " + path + ": " + st.message());
   }
   if (!j.is_object()) return Status::error("config file " + path + " must hold a JSON object");
   for (auto& [key, value] : j.items()) {

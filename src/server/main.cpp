@@ -2,6 +2,7 @@
 // load the engine, serve, and on SIGTERM/SIGINT close the listener and the connections
 // without a request being handled, let the requests being handled finish for --grace
 // seconds, cancel the rest and exit 0. A second signal exits 1 at once.
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include "server/http_server.h"
 #include "server/logging.h"
 #include "server/service_notify.h"
+#include "server/thread_budget.h"
 #include "server/tokenizer_codec.h"
 
 using namespace ds;
@@ -93,6 +95,10 @@ HttpServerOptions http_options(const ServerConfig& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A fixed mmap threshold (which also turns off glibc's dynamic one): request bodies, prompts
+  // and tokenizer scratch of 256 KiB or more get their own mappings and go back to the system
+  // when freed, instead of staying in the per-thread arenas of the HTTP threads for good.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   auto parsed = parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {
     std::fprintf(stderr, "ds-server: %s\n", parsed.message().c_str());
@@ -111,6 +117,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  if (Status st = check_thread_budget(cfg, http_options(cfg).n_threads); !st) {
+    spdlog::error("{}", st.message());
+    return 1;
+  }
   ServiceNotifier notifier;
   ServerContext ctx;
   init_context(cfg, &ctx);

@@ -40,6 +40,9 @@ class TextCodec {
   virtual std::string token_bytes(int32_t id) const = 0;
   virtual bool is_eog(int32_t id) const = 0;
   virtual int32_t n_vocab() const = 0;
+  // Most input bytes one token can stand for, so that a text of N bytes is at least
+  // N / max_bytes_per_token() tokens; 0 when no such bound holds.
+  virtual size_t max_bytes_per_token() const = 0;
   // Chat rendering with the model's (or --chat-template's) format.
   virtual Result<std::string> render_chat(const ChatInput& input) const = 0;
   virtual std::string chat_template_name() const = 0;

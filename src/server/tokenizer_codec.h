@@ -21,6 +21,7 @@ class TokenizerCodec final : public TextCodec {
   std::string token_bytes(int32_t id) const override { return tok_.token_bytes(id); }
   bool is_eog(int32_t id) const override { return tok_.is_eog(id); }
   int32_t n_vocab() const override { return tok_.n_vocab(); }
+  size_t max_bytes_per_token() const override { return tok_.max_bytes_per_token(); }
   Result<std::string> render_chat(const ChatInput& input) const override { return tmpl_.render(input); }
   std::string chat_template_name() const override { return tmpl_.name(); }
   ToolCallFormat tool_call_format() const override { return tmpl_.tool_call_format(); }

@@ -282,7 +282,12 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::optional<BandwidthProbe> probe;
   PeakOptions popts{.repeats = 3};
   if (b.limits) {
-    pool = std::make_unique<ThreadPool>(ThreadPoolOptions{.n_threads = b.n_threads, .spin_us = 0});
+    auto created = ThreadPool::create({.n_threads = b.n_threads, .spin_us = 0});
+    if (!created) {
+      std::fprintf(stderr, "error: %s\n", created.message().c_str());
+      return 1;
+    }
+    pool = std::move(*created);
     auto p = BandwidthProbe::create(*pool);
     if (!p) {
       std::fprintf(stderr, "error: %s\n", p.message().c_str());

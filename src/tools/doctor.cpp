@@ -22,6 +22,7 @@
 #include "kernels/kernels.h"
 #include "runtime/machine_limits.h"
 #include "runtime/numa.h"
+#include "tools/cli_args.h"
 #include "tools/command.h"
 #include "util/strings.h"
 
@@ -280,8 +281,10 @@ void print_systemd(const Topology& t, const HostSettings& h) {
 
 // ---- measurements -------------------------------------------------------------------
 
-void print_measurements(int n_threads, size_t bandwidth_bytes) {
-  ThreadPool pool({.n_threads = n_threads});
+Status print_measurements(int n_threads, size_t bandwidth_bytes) {
+  auto created = ThreadPool::create({.n_threads = n_threads});
+  if (!created) return created.status();
+  ThreadPool& pool = **created;
   std::printf("measured with %d thread%s:\n", pool.n_threads(), pool.n_threads() == 1 ? "" : "s");
   auto bw = measure_read_bandwidth(pool, {.bytes = bandwidth_bytes});
   if (bw) {
@@ -304,6 +307,7 @@ void print_measurements(int n_threads, size_t bandwidth_bytes) {
   } else {
     std::printf("  bf16 dot-product peak: none (no AVX512_BF16: --kv-type bf16 attention multiplies in float32)\n");
   }
+  return Status::ok();
 }
 
 void print_usage() {
@@ -330,9 +334,11 @@ int cmd_doctor(const std::vector<std::string>& args) {
     } else if (a == "--no-measure") {
       measure = false;
     } else if ((a == "--threads" || a == "-t") && has_value) {
-      n_threads = std::atoi(args[++i].c_str());
+      if (!parse_int_arg("doctor", a, args[++i], 0, kMaxCliThreads, &n_threads)) return 2;
     } else if (a == "--bandwidth-mib" && has_value) {
-      bandwidth_bytes = static_cast<size_t>(std::atoll(args[++i].c_str())) << 20;
+      int64_t mib = 0;
+      if (!parse_int_arg("doctor", a, args[++i], 1, int64_t{1} << 20, &mib)) return 2;
+      bandwidth_bytes = static_cast<size_t>(mib) << 20;
     } else {
       std::fprintf(stderr, "ds-cli doctor: unknown or incomplete option '%s'\n", a.c_str());
       print_usage();
@@ -345,7 +351,12 @@ int cmd_doctor(const std::vector<std::string>& args) {
   print_isa(cpu);
   print_topology(topo, host);
   print_host(host);
-  if (measure) print_measurements(n_threads, bandwidth_bytes);
+  if (measure) {
+    if (Status st = print_measurements(n_threads, bandwidth_bytes); !st) {
+      std::fprintf(stderr, "ds-cli doctor: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
   print_recommendations(topo, host, cpu);
   print_systemd(topo, host);
   return 0;

@@ -14,6 +14,8 @@
 
 #include "engine/runner.h"
 #include "model/tokenizer.h"
+#include "tools/cli_args.h"
+#include "util/files.h"
 #include "tools/command.h"
 
 namespace ds::cli {
@@ -46,23 +48,19 @@ bool parse(const std::vector<std::string>& args, Args* a, int* rc) {
     if (k == "--help" || k == "-h") { print_usage(); *rc = 0; return false; }
     if (i + 1 >= args.size()) { std::fprintf(stderr, "eval: %s needs a value\n", k.c_str()); *rc = 2; return false; }
     const std::string& v = args[++i];
-    try {
-      if (k == "--model" || k == "-m") a->model = v;
-      else if (k == "--tokens-json") a->tokens_json = v;
-      else if (k == "--logits-out") a->logits_out = v;
-      else if (k == "--perplexity") a->perplexity = v;
-      else if (k == "--dump-layers") a->dump_dir = v;
-      else if (k == "--kv-type") a->kv_type = v;
-      else if (k == "--isa") a->isa = v;
-      else if (k == "--chunk") a->chunk = std::stoi(v);
-      else if (k == "--ctx") a->ctx = std::stoi(v);
-      else if (k == "--threads" || k == "-t") a->threads = std::stoi(v);
-      else { std::fprintf(stderr, "eval: unknown option %s\n", k.c_str()); *rc = 2; return false; }
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "eval: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
-      *rc = 2;
-      return false;
-    }
+    bool ok = true;
+    if (k == "--model" || k == "-m") a->model = v;
+    else if (k == "--tokens-json") a->tokens_json = v;
+    else if (k == "--logits-out") a->logits_out = v;
+    else if (k == "--perplexity") a->perplexity = v;
+    else if (k == "--dump-layers") a->dump_dir = v;
+    else if (k == "--kv-type") a->kv_type = v;
+    else if (k == "--isa") a->isa = v;
+    else if (k == "--chunk") ok = parse_int_arg("eval", k, v, 0, kMaxCliTokens, &a->chunk);
+    else if (k == "--ctx") ok = parse_int_arg("eval", k, v, 2, kMaxCliTokens, &a->ctx);
+    else if (k == "--threads" || k == "-t") ok = parse_int_arg("eval", k, v, 0, kMaxCliThreads, &a->threads);
+    else { std::fprintf(stderr, "eval: unknown option %s\n", k.c_str()); *rc = 2; return false; }
+    if (!ok) { *rc = 2; return false; }
   }
   if (a->model.empty() || (a->perplexity.empty() && (a->tokens_json.empty() || a->logits_out.empty()))) {
     print_usage();
@@ -133,9 +131,9 @@ Status run_tokens(Runner& r, const std::vector<int32_t>& tokens, int64_t step, f
 int eval_logits(const Args& a) {
   std::vector<int32_t> tokens;
   try {
-    std::ifstream in(a.tokens_json);
-    if (!in) { std::fprintf(stderr, "eval: cannot open %s\n", a.tokens_json.c_str()); return 1; }
-    tokens = nlohmann::json::parse(in).at("tokens").get<std::vector<int32_t>>();
+    auto text = read_regular_file(a.tokens_json);
+    if (!text) { std::fprintf(stderr, "eval: %s\n", text.message().c_str()); return 1; }
+    tokens = nlohmann::json::parse(*text).at("tokens").get<std::vector<int32_t>>();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "eval: %s: no \"tokens\" array of ids (%s)\n", a.tokens_json.c_str(), e.what());
     return 1;
@@ -164,9 +162,9 @@ int eval_logits(const Args& a) {
 }
 
 int eval_perplexity(const Args& a) {
-  std::ifstream in(a.perplexity, std::ios::binary);
-  if (!in) { std::fprintf(stderr, "eval: cannot open %s\n", a.perplexity.c_str()); return 1; }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto read = read_regular_file(a.perplexity);
+  if (!read) { std::fprintf(stderr, "eval: %s\n", read.message().c_str()); return 1; }
+  const std::string& text = *read;
   auto r = make_runner(a, a.ctx, a.chunk > 0 ? std::min(a.chunk, a.ctx) : a.ctx);
   if (!r) { std::fprintf(stderr, "eval: %s\n", r.message().c_str()); return 1; }
   auto tok = Tokenizer::from_gguf((*r)->model().file());

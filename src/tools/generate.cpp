@@ -14,6 +14,7 @@
 #include "ds/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/tokenizer.h"
+#include "tools/cli_args.h"
 #include "tools/command.h"
 
 namespace ds::cli {
@@ -68,21 +69,22 @@ int parse_args(const std::vector<std::string>& args, GenArgs* g) {
     if (k == "--help" || k == "-h") { print_usage(); return -1; }
     if (i + 1 >= args.size()) { std::fprintf(stderr, "generate: %s needs a value\n", k.c_str()); return 2; }
     const std::string& v = args[++i];
-    try {
-      if (k == "--model" || k == "-m") g->eo.model_path = v;
-      else if (k == "--prompt" || k == "-p") { g->prompt = v; g->have_prompt = true; }
-      else if (k == "-n" || k == "--n-predict") g->n_gen = std::stoi(v);
-      else if (k == "--temp") g->temp = std::stof(v);
-      else if (k == "--seed") g->seed = std::stoull(v);
-      else if (k == "--threads" || k == "-t") g->eo.n_threads = std::stoi(v);
-      else if (k == "--kv-type") g->eo.kv_type = v;
-      else if (k == "--ctx") g->ctx = std::stoi(v);
-      else if (k == "--isa") g->eo.isa = v;
-      else { std::fprintf(stderr, "generate: unknown option %s\n", k.c_str()); return 2; }
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "generate: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
-      return 2;
+    bool ok = true;
+    if (k == "--model" || k == "-m") g->eo.model_path = v;
+    else if (k == "--prompt" || k == "-p") { g->prompt = v; g->have_prompt = true; }
+    else if (k == "-n" || k == "--n-predict") ok = parse_int_arg("generate", k, v, 0, kMaxCliTokens, &g->n_gen);
+    else if (k == "--temp") ok = parse_float_arg("generate", k, v, 0.0, 100.0, &g->temp);
+    else if (k == "--seed") {
+      int64_t seed = 0;
+      ok = parse_int_arg("generate", k, v, 0, INT64_MAX, &seed);
+      g->seed = static_cast<uint64_t>(seed);
     }
+    else if (k == "--threads" || k == "-t") ok = parse_int_arg("generate", k, v, 0, kMaxCliThreads, &g->eo.n_threads);
+    else if (k == "--kv-type") g->eo.kv_type = v;
+    else if (k == "--ctx") ok = parse_int_arg("generate", k, v, 0, kMaxCliTokens, &g->ctx);
+    else if (k == "--isa") g->eo.isa = v;
+    else { std::fprintf(stderr, "generate: unknown option %s\n", k.c_str()); return 2; }
+    if (!ok) return 2;
   }
   if (g->eo.model_path.empty() || !g->have_prompt || g->n_gen < 0) { print_usage(); return 2; }
   return 0;

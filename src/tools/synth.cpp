@@ -19,13 +19,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
+#include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/quant/quantize.h"
+#include "model/hparams.h"
 #include "tools/command.h"
 #include "tools/quantize_mix.h"
 #include "tools/quantize_stream.h"
@@ -59,7 +64,9 @@ void print_usage(FILE* out) {
                "  grid i-quants (IQ1_*, IQ2_*, IQ3_*) are random valid blocks scaled to the weights' RMS;\n"
                "  every other type is quantized from N(0, 0.02) weights.\n"
                "  --layers overrides block_count; --set overrides any hyper-parameter\n"
-               "  (KEY without a namespace means <arch>.KEY, e.g. --set expert_count=32). --vocab copies\n"
+               "  (KEY without a namespace means <arch>.KEY, or <arch>.attention.KEY / <arch>.rope.KEY where\n"
+               "  that key exists, e.g. --set expert_count=32 or --set head_count=8); values a loader would\n"
+               "  reject (head_count=0, rope freq_base=0) are an error. --vocab copies\n"
                "  the tokenizer of a GGUF file; without it a small byte-level BPE vocabulary is trained.\n"
                "  --dry-run prints the parameter count, file size and tensor types and writes nothing.\n"
                "shapes:\n",
@@ -210,10 +217,36 @@ Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const Sy
   return stream_tensor(w, {t.name, type, t.ne[0], n_rows}, source, o.n_threads);
 }
 
+// The metadata (--set overrides included) must load: written alone to a temporary file and
+// read back with the loader's own validation, so that `--set head_count=0` is an error here
+// rather than a model file that no server can load.
+Status check_loadable(const GgufWriter& meta) {
+  GgufWriter w;
+  for (const auto& [k, v] : meta.metadata()) w.set(k, v);
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ds-synth-check-" + std::to_string(getpid()) + ".gguf");
+  Status st = w.begin(tmp.string());
+  if (st) st = w.finish();
+  if (st) {
+    auto f = GgufFile::open(tmp.string());
+    auto hp = f ? load_hparams(**f) : Result<HParams>(f.status());
+    if (!hp) st = hp.status();
+  }
+  std::error_code ec;
+  std::filesystem::remove(tmp, ec);
+  if (!st) {
+    std::string msg = st.message();
+    if (const size_t at = msg.rfind(" in " + tmp.string()); at != std::string::npos) msg.erase(at);
+    return Status::error("the hyper-parameters do not make a loadable model: " + msg);
+  }
+  return Status::ok();
+}
+
 Status synth_model(const SynthOptions& o) {
   GgufWriter w;
   bool rope_freqs = false;
   DS_RETURN_IF_ERROR(build_metadata(o, &w, &rope_freqs));
+  DS_RETURN_IF_ERROR(check_loadable(w));
   auto tensors = synth_tensors(w, rope_freqs);
   if (!tensors) return tensors.status();
   const std::string arch = w.find("general.architecture")->str;

@@ -324,7 +324,13 @@ Status synth_apply_override(GgufWriter* w, std::string_view assignment) {
   const std::string_view text = assignment.substr(eq + 1);
   const std::string arch = arch_of(*w);
   if (!starts_with(key, arch + ".") && !starts_with(key, "general.") && !starts_with(key, "tokenizer.")) {
-    key = arch + "." + key;
+    // A short name may also stand for an existing key of the attention or rope group
+    // (head_count -> <arch>.attention.head_count), so that it is never silently a new key.
+    const std::string short_key = key;
+    key = arch + "." + short_key;
+    for (const char* group : {".attention.", ".rope."}) {
+      if (!w->find(key) && w->find(arch + group + short_key)) key = arch + group + short_key;
+    }
   }
   if (key == "general.architecture") return Status::error("--set cannot change general.architecture; pick a --shape");
   GgufValueType t;

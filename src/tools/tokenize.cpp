@@ -10,6 +10,7 @@
 #include "gguf/gguf_file.h"
 #include "model/tokenizer.h"
 #include "tools/command.h"
+#include "util/files.h"
 
 namespace ds::cli {
 namespace {
@@ -131,14 +132,12 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
   Args a;
   if (int rc = parse_args(argv, a)) return rc < 0 ? 0 : rc;
   if (!a.file.empty()) {
-    std::ifstream in(a.file, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "error: cannot read %s\n", a.file.c_str());
+    auto text = read_regular_file(a.file);  // a directory or FIFO is an error
+    if (!text) {
+      std::fprintf(stderr, "error: %s\n", text.message().c_str());
       return 1;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    a.text = ss.str();
+    a.text = std::move(*text);
   }
   auto file = GgufFile::open(a.model);
   if (!file) {

@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string>
 
 #include "kernel_test_data.h"
 #include "kernels/quant/fp16.h"
@@ -57,6 +59,35 @@ TEST(IsaVsRef, ActivationQuantizationBitExact) {
         ref::quantize_act(at, x.data(), want.data(), n);
         kt->quantize_act(at, x.data(), got.data(), n);
         EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes)) << isa_label(*kt, at) << " n=" << n;
+      }
+    }
+  }
+}
+
+// [QUANT_CLAMP] NaN and infinite activations (a broken model's) must not overflow the int32
+// block sums: every quant stays in [-127, 127] and the Q8_K group sums equal the stored
+// quants' sums. The reference is not run: its float-to-int cast of NaN is itself undefined.
+TEST(IsaVsRef, NonFiniteActivationsQuantizeConsistently) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const KernelTable* kt : available_tables()) {
+    if (std::string(table_name(*kt)) == "ref") continue;
+    for (const std::vector<float>& fill : {std::vector<float>{nan}, {inf}, {-inf}, {nan, 1.0f, -inf, 3.0f}}) {
+      std::vector<float> x(kQK_K);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = fill[i % fill.size()];
+      BlockQ8_K k{};
+      kt->quantize_act(GgmlType::Q8_K, x.data(), &k, kQK_K);
+      for (int g = 0; g < kQK_K / 16; ++g) {
+        int sum = 0;
+        for (int j = 0; j < 16; ++j) {
+          EXPECT_GE(k.qs[16 * g + j], -127) << table_name(*kt);
+          sum += k.qs[16 * g + j];
+        }
+        EXPECT_EQ(k.bsums[g], sum) << table_name(*kt) << " group " << g;
+      }
+      std::vector<BlockQ8_1> b1(kQK_K / kQK8_1);
+      kt->quantize_act(GgmlType::Q8_1, x.data(), b1.data(), kQK_K);
+      for (const BlockQ8_1& b : b1) {
+        for (int8_t q : b.qs) EXPECT_GE(q, -127) << table_name(*kt);
       }
     }
   }

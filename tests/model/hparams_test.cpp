@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "gguf/gguf_writer.h"
@@ -185,6 +186,40 @@ TEST(HParams, MissingRequiredKeyIsNamed) {
   EXPECT_NE(load_error(p).find("llama.block_count"), std::string::npos) << load_error(p);
   const TempModel q = rewrite("tiny-dsv2-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek2.attention.value_length_mla"); }});
   EXPECT_NE(load_error(q).find("value_length_mla"), std::string::npos) << load_error(q);
+}
+
+TEST(HParams, OutOfRangeValuesAreNamed) {
+  // Each value loaded before and served NaN activations (or divided by zero).
+  struct Case {
+    const char* model;
+    const char* key;
+    GgufValue value;
+    const char* why;
+  };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Case cases[] = {
+      {"tiny-llama-Q4_K_M", "llama.rope.freq_base", gguf_f32(0.0f), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.rope.freq_base", gguf_f32(inf), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.rope.freq_base", gguf_f32(nan), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.attention.layer_norm_rms_epsilon", gguf_f32(nan), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.attention.layer_norm_rms_epsilon", gguf_f32(-1e-5f), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.attention.layer_norm_rms_epsilon", gguf_f32(0.0f), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.rope.dimension_count", gguf_u32(63), "must be even"},
+      {"tiny-llama-Q4_K_M", "llama.attention.head_count", gguf_u32(0), "out of range"},
+      {"tiny-llama-Q4_K_M", "llama.rope.scaling.factor", gguf_f32(inf), "out of range"},
+      {"tiny-qwen2-Q5_K_S", "qwen2.rope.freq_base", gguf_f32(-10000.0f), "out of range"},
+      {"tiny-dsv3-Q4_K_M", "deepseek2.expert_weights_scale", gguf_f32(nan), "out of range"},
+      {"tiny-dsv3-Q4_K_M", "deepseek2.rope.scaling.yarn_log_multiplier", gguf_f32(-0.1f), "out of range"},
+      {"tiny-dsv3-Q4_K_M", "deepseek2.rope.dimension_count", gguf_u32(31), "must be even"},
+      {"tiny-dsv3-Q4_K_M", "deepseek2.attention.head_count", gguf_u32(0), "out of range"},
+      {"tiny-dsv3-Q4_K_M", "deepseek2.attention.layer_norm_rms_epsilon", gguf_f32(inf), "out of range"},
+  };
+  for (const Case& c : cases) {
+    const TempModel p = rewrite(c.model, {.meta = [&](GgufWriter& w) { w.set(c.key, c.value); }});
+    const std::string e = load_error(p);
+    EXPECT_NE(e.find(c.key), std::string::npos) << c.key << ": " << e;
+    EXPECT_NE(e.find(c.why), std::string::npos) << c.key << ": " << e;
+  }
 }
 
 TEST(HParams, WrongShapeOrMissingTensorIsNamed) {

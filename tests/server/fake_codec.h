@@ -16,6 +16,7 @@ class FakeCodec final : public TextCodec {
   std::string token_bytes(int32_t id) const override;
   bool is_eog(int32_t id) const override { return id == 257; }
   int32_t n_vocab() const override { return 260; }
+  size_t max_bytes_per_token() const override { return 3; }  // "<s>"; every other token is one byte
   Result<std::string> render_chat(const ChatInput& input) const override;
   std::string chat_template_name() const override { return "fake"; }
   ToolCallFormat tool_call_format() const override { return tools_; }

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "server/config.h"
+#include "server/thread_budget.h"
 #include "test_util.h"
 
 namespace ds {
@@ -86,6 +87,46 @@ TEST(Config, FileThenFlagsOverride) {
   std::ofstream(dir + "/unknown.json") << R"({"model": "a.gguf", "colour": 1})";
   EXPECT_NE(parse_server_args({"--config", dir + "/unknown.json"}).message().find("colour"), std::string::npos);
   EXPECT_FALSE(parse_server_args({"--config", dir + "/missing.json"}).is_ok());
+}
+
+TEST(Config, HostileValuesAreClearErrors) {
+  auto message = [](std::vector<std::string> a) {
+    auto r = parse_server_args(a);
+    EXPECT_FALSE(r.is_ok());
+    return r.is_ok() ? std::string() : r.message();
+  };
+  EXPECT_NE(message({"--model", "m", "--api-key", ""}).find("--api-key must not be empty"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--api-key="}).find("--api-key must not be empty"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--threads", "-1"}).find("--threads"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--ctx-size", "-5"}).find("--ctx-size"), std::string::npos);
+  EXPECT_NE(message({"--model", "m", "--max-queue", "99999999999999999999"}).find("--max-queue"), std::string::npos);
+  const std::string dir = test::make_temp_dir("cfg_hostile");
+  std::ofstream(dir + "/big.json") << R"({"model": "a.gguf", "port": 1e400})";
+  std::string m = message({"--config", dir + "/big.json"});
+  EXPECT_NE(m.find("\"port\": the number 1e400 is out of range"), std::string::npos) << m;
+  std::ofstream(dir + "/deep.json") << "{\"model\": " + std::string(100000, '[') + "}";
+  m = message({"--config", dir + "/deep.json"});
+  EXPECT_NE(m.find("nests deeper than"), std::string::npos) << m;
+  std::ofstream(dir + "/syntax.json") << R"({"model": "a.gguf",})";
+  m = message({"--config", dir + "/syntax.json"});
+  EXPECT_NE(m.find("invalid JSON at byte"), std::string::npos) << m;
+  EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+  m = message({"--config", dir});
+  EXPECT_NE(m.find("not a regular file"), std::string::npos) << m;
+}
+
+TEST(Config, ThreadBudgetNamesTheOptionsToLower) {
+  const auto limit = thread_limit();
+  ASSERT_TRUE(limit.has_value()) << "kernel.threads-max is always readable on Linux";
+  ServerConfig cfg;
+  cfg.threads = 2;
+  EXPECT_TRUE(check_thread_budget(cfg, 16).is_ok());
+  const int64_t too_many = limit->available - threads_needed(cfg, 0) + 1;
+  ASSERT_LT(too_many, INT32_MAX);
+  const Status st = check_thread_budget(cfg, static_cast<int>(too_many));
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("--max-queue"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(limit->source), std::string::npos) << st.message();
 }
 
 TEST(Config, ExampleConfigParses) {
