@@ -31,11 +31,12 @@ class CountingCodec final : public TextCodec {
   bool is_eog(int32_t id) const override { return inner_.is_eog(id); }
   int32_t n_vocab() const override { return inner_.n_vocab(); }
   size_t max_bytes_per_token() const override { return inner_.max_bytes_per_token(); }
-  Result<std::string> render_chat(std::span<const ApiChatMessage> m, bool add_generation_prompt) const override {
-    return inner_.render_chat(m, add_generation_prompt);
-  }
+  Result<std::string> render_chat(const ChatInput& input) const override { return inner_.render_chat(input); }
   std::string chat_template_name() const override { return inner_.chat_template_name(); }
-  std::unique_ptr<ReasoningFilter> reasoning_filter() const override { return inner_.reasoning_filter(); }
+  ToolCallFormat tool_call_format() const override { return inner_.tool_call_format(); }
+  std::unique_ptr<ReasoningFilter> reasoning_filter(std::string_view prompt) const override {
+    return inner_.reasoning_filter(prompt);
+  }
 
   mutable std::atomic<size_t> bytes_encoded{0};
 
