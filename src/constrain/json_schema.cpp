@@ -243,13 +243,14 @@ class RegexToGbnf {
 
 class Compiler {
  public:
-  explicit Compiler(const json& root) : root_(root) {}
+  Compiler(const json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-  Result<std::string> run() {
-    std::string root_expr;
-    if (!visit(root_, "", &root_expr)) return Status::error(err_);
-    std::string out = "root ::= " + root_expr + "\n" + kBaseRules;
-    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+  // `name ::= ...` for `schema` (a part of root_) and the rules of its $ref targets.
+  Result<std::string> rules(const json& schema, const std::string& name) {
+    std::string expr;
+    if (!visit(schema, "", &expr)) return Status::error(err_);
+    std::string out = name + " ::= " + expr + "\n";
+    for (const auto& [rule, body] : rules_) out += rule + " ::= " + body + "\n";
     return out;
   }
 
@@ -328,7 +329,7 @@ class Compiler {
     }
     if (target == "#") name = "";
     if (name.empty() && target != "#") return fail(path + "/$ref", "only #, #/$defs/NAME and #/definitions/NAME are supported");
-    std::string rule = "ref";
+    std::string rule = prefix_ + "ref";
     for (char c : name) rule += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
     rule += "-" + std::to_string(std::hash<std::string>{}(target) % 100000);
     *out = rule;
@@ -523,6 +524,7 @@ class Compiler {
   }
 
   const json& root_;
+  std::string prefix_;
   std::string err_;
   std::map<std::string, std::string> rules_;
   std::set<std::string> pending_;
@@ -531,7 +533,17 @@ class Compiler {
 }  // namespace
 
 Result<std::string> json_schema_to_gbnf(const json& schema) {
-  return Compiler(schema).run();
+  auto r = Compiler(schema, "").rules(schema, "root");
+  if (!r) return r;
+  return r.value() + kBaseRules;
+}
+
+Result<std::string> json_schema_rules(const json& schema, const json& document, const std::string& name) {
+  return Compiler(document, name + "-").rules(schema, name);
+}
+
+std::string json_base_rules() {
+  return kBaseRules;
 }
 
 std::string json_object_gbnf() {

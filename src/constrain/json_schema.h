@@ -24,6 +24,14 @@ namespace ds::constrain {
 // The GBNF of values valid under `schema`; its start rule is `root`.
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
+// The rule `name` for values of `schema`, a part of `document` (where its $refs point), with
+// the rules of its $ref targets (named after `name`), without the base rules: several of
+// these and one json_base_rules() make one grammar (tool-call arguments).
+Result<std::string> json_schema_rules(const nlohmann::ordered_json& schema, const nlohmann::ordered_json& document,
+                                      const std::string& name);
+// The shared rules (value, string, number, space, ...).
+std::string json_base_rules();
+
 // The GBNF of any JSON object (response_format json_object).
 std::string json_object_gbnf();
 
