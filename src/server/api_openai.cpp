@@ -282,10 +282,13 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (!ids.is_ok()) return make_error(err(400, "\"messages\": " + ids.message()), 1);
   call.req->gen.prompt = std::move(*ids);
   if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
-  if (call.chat->forced) {  // the call's markup and arguments follow the tool's schema
+  if (call.chat->forced) {
+    // The call's markup and arguments follow the tool's schema. A schema outside the supported
+    // subset leaves the call unconstrained; its arguments are still checked afterwards.
     auto gbnf = constrain::tool_call_gbnf(*call.chat->forced);
-    if (!gbnf) return make_error(err(400, gbnf.message()), 1);
-    if (auto e = compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) return make_error(*e, 1);
+    if (gbnf && compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) {
+      call.req->gen.sampling.constraint.reset();
+    }
   }
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
