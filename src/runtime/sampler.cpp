@@ -6,13 +6,18 @@
 #include <cstddef>
 #include <limits>
 
+#include "constrain/matcher.h"
+
 namespace ds {
 
 Sampler::Sampler(const SamplingParams& params, int n_vocab)
     : p_(params), n_vocab_(n_vocab), rng_(params.seed), counts_(n_vocab, 0) {
   cands_.reserve(n_vocab);
   probs_.reserve(n_vocab);
+  if (params.constraint) matcher_ = std::make_unique<constrain::Matcher>(params.constraint);
 }
+
+Sampler::~Sampler() = default;
 
 void Sampler::accept(int32_t token) {
   history_.push_back(token);
@@ -117,7 +122,43 @@ void Sampler::report(int n, std::vector<TokenProb>* top) {
   }
 }
 
+// Keeps the candidates the constraint allows (cands_ is indexed by token id before this).
+bool Sampler::apply_constraint() {
+  const std::vector<uint64_t>& mask = matcher_->mask();
+  size_t n = 0;
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    const auto id = static_cast<size_t>(cands_[i].id);
+    if (((mask[id / 64] >> (id % 64)) & 1) && cands_[i].logit > -std::numeric_limits<float>::infinity()) {
+      cands_[n++] = cands_[i];
+    }
+  }
+  cands_.resize(n);
+  return n > 0;
+}
+
+void Sampler::note_logprobs() {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (const Cand& c : cands_) mx = std::max(mx, c.logit);
+  double sum = 0;
+  for (const Cand& c : cands_) sum += std::exp(static_cast<double>(c.logit - mx));
+  lse_ = mx + static_cast<float>(std::log(sum));
+  last_top_.clear();
+  const size_t k = std::min<size_t>(static_cast<size_t>(std::max(0, p_.top_logprobs)), cands_.size());
+  if (k == 0) return;
+  std::vector<Cand> best(cands_.begin(), cands_.end());
+  std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(k), best.end(), [](const Cand& a, const Cand& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  });
+  for (size_t i = 0; i < k; ++i) last_top_.push_back({best[i].id, best[i].logit - lse_});
+}
+
 int32_t Sampler::sample(const float* logits, std::vector<TokenProb>* top) {
+  const int32_t token = pick(logits, top);
+  if (matcher_ && token >= 0) matcher_->accept_token(token);
+  return token;
+}
+
+int32_t Sampler::pick(const float* logits, std::vector<TokenProb>* top) {
   cands_.resize(n_vocab_);
   for (int i = 0; i < n_vocab_; ++i) cands_[i] = {i, logits[i]};
   for (auto [id, bias] : p_.logit_bias) {
@@ -125,15 +166,22 @@ int32_t Sampler::sample(const float* logits, std::vector<TokenProb>* top) {
   }
   apply_penalties();
   sorted_ = false;
+  if (matcher_ && !apply_constraint()) {
+    if (top) top->clear();
+    return -1;
+  }
+  if (p_.logprobs) note_logprobs();
   if (p_.temperature <= 0.0f) {
     if (p_.n_probs > 0) {
       softmax();  // over the whole vocabulary: the model's own probabilities
       report(p_.n_probs, top);
+      last_logprob_ = cands_[0].logit - lse_;
       return cands_[0].id;
     }
     const auto best = std::max_element(cands_.begin(), cands_.end(), [](const Cand& a, const Cand& b) {
       return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
     });
+    last_logprob_ = best->logit - lse_;
     return best->id;
   }
   top_k(p_.top_k);
@@ -156,6 +204,7 @@ int32_t Sampler::sample(const float* logits, std::vector<TokenProb>* top) {
   }
   report(p_.n_probs, top);
   while (pick > 0 && !(probs_[pick] > 0)) --pick;  // never a banned (-inf) token
+  last_logprob_ = cands_[pick].logit * p_.temperature - lse_;  // undo the temperature
   return cands_[pick].id;
 }
 

@@ -54,6 +54,23 @@ struct CompletionRequest {
 
 // Sampling and limits shared by all generation routes (llama.cpp names, OpenAI aliases).
 std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
+// Output constraints: OpenAI `response_format` (json_object, json_schema), llama.cpp
+// `json_schema` and `grammar` -> sp->constraint (api_constrain.cpp).
+std::optional<ApiError> parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp);
+// A compiled constraint for GBNF text (shared with other requests that send the same text).
+std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
+                                           SamplingParams* sp);
+// An array of prompts (strings or token arrays): one result per prompt (api_batch.cpp).
+bool is_prompt_batch(const json& prompt);
+HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
+HttpResponse route_oai_completions_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
+// n choices (1..kMaxChoices) of an OpenAI request, seeds seed + i (api_batch.cpp).
+constexpr int kMaxChoices = 16;
+inline bool wants_choices(const json& body) {
+  return body.contains("n") && !body["n"].is_null() && body["n"] != 1;
+}
+HttpResponse route_oai_n(ServerContext& ctx, const HttpRequest& req, const json& body,
+                         HttpResponse (*route)(ServerContext&, const HttpRequest&));
 // prompt: a string, token ids, or a mixed array of both. Text that must exceed the context is
 // rejected before it is tokenized (check_prompt_bytes).
 std::optional<ApiError> parse_prompt(const json& prompt, const ServerContext& ctx, std::vector<int32_t>* out);
@@ -77,14 +94,23 @@ struct GenResult {
   bool client_gone = false;
   std::optional<ApiError> error;
   json probs = json::array();  // completion_probabilities when n_probs > 0
+  json logprobs = json::array();  // with sampling.logprobs: one logprob_entry per token
 };
 
 struct Piece {
   std::string text;
   std::vector<int32_t> tokens;
   json probs = json::array();
+  json logprobs = json::array();
   GenStats stats;
 };
+
+// OpenAI chat's logprobs entry of one token: {token, logprob, bytes, top_logprobs: [...]}.
+json logprob_entry(const ServerContext& ctx, const GenEvent& ev);
+// The chat form {"content": entries} or null; the completions form {tokens, token_logprobs,
+// top_logprobs, text_offset} (offsets from text_offset0).
+json chat_logprobs(const CompletionRequest& r, const json& entries);
+json completion_logprobs(const CompletionRequest& r, const json& entries, size_t text_offset0);
 
 // Reads the stream to its end. on_piece (may be empty) gets each piece of sendable text
 // with the tokens that produced it and returns false when the client is gone; alive() is
