@@ -175,6 +175,10 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
     }
     GenEvent ev;
     ev.token = a.sampler->sample(logits_.data() + row * n_vocab, a.params.sampling.n_probs > 0 ? &ev.probs : nullptr);
+    if (ev.token < 0) {  // an output constraint that no token of the vocabulary continues
+      end(g.req_id, StopReason::error, "the output grammar allows no token of the vocabulary here");
+      continue;
+    }
     if (!a.params.ignore_eos && opts_.is_eog && opts_.is_eog(ev.token)) {
       end(g.req_id, StopReason::eos);
       continue;

@@ -6,13 +6,18 @@
 #include <cstddef>
 #include <limits>
 
+#include "constrain/matcher.h"
+
 namespace ds {
 
 Sampler::Sampler(const SamplingParams& params, int n_vocab)
     : p_(params), n_vocab_(n_vocab), rng_(params.seed), counts_(n_vocab, 0) {
   cands_.reserve(n_vocab);
   probs_.reserve(n_vocab);
+  if (params.constraint) matcher_ = std::make_unique<constrain::Matcher>(params.constraint);
 }
+
+Sampler::~Sampler() = default;
 
 void Sampler::accept(int32_t token) {
   history_.push_back(token);
@@ -117,7 +122,27 @@ void Sampler::report(int n, std::vector<TokenProb>* top) {
   }
 }
 
+// Keeps the candidates the constraint allows (cands_ is indexed by token id before this).
+bool Sampler::apply_constraint() {
+  const std::vector<uint64_t>& mask = matcher_->mask();
+  size_t n = 0;
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    const auto id = static_cast<size_t>(cands_[i].id);
+    if (((mask[id / 64] >> (id % 64)) & 1) && cands_[i].logit > -std::numeric_limits<float>::infinity()) {
+      cands_[n++] = cands_[i];
+    }
+  }
+  cands_.resize(n);
+  return n > 0;
+}
+
 int32_t Sampler::sample(const float* logits, std::vector<TokenProb>* top) {
+  const int32_t token = pick(logits, top);
+  if (matcher_ && token >= 0) matcher_->accept_token(token);
+  return token;
+}
+
+int32_t Sampler::pick(const float* logits, std::vector<TokenProb>* top) {
   cands_.resize(n_vocab_);
   for (int i = 0; i < n_vocab_; ++i) cands_[i] = {i, logits[i]};
   for (auto [id, bias] : p_.logit_bias) {
@@ -125,6 +150,10 @@ int32_t Sampler::sample(const float* logits, std::vector<TokenProb>* top) {
   }
   apply_penalties();
   sorted_ = false;
+  if (matcher_ && !apply_constraint()) {
+    if (top) top->clear();
+    return -1;
+  }
   if (p_.temperature <= 0.0f) {
     if (p_.n_probs > 0) {
       softmax();  // over the whole vocabulary: the model's own probabilities

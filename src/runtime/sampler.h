@@ -5,14 +5,22 @@
 // Order of operations (the one llama.cpp's server applies, so clients see familiar
 // behaviour): logit bias -> repetition penalties over the last repeat_last_n tokens ->
 // greedy when temperature <= 0, else top-k -> typical-p -> top-p -> min-p -> temperature ->
-// softmax -> one draw.
+// softmax -> one draw. An output constraint (constrain/matcher.h) removes the tokens its
+// grammar rejects after the penalties, before any truncation: the filters and the
+// probabilities reported by n_probs see only tokens that keep the output valid.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
 
 namespace ds {
+
+namespace constrain {
+class Constraint;
+class Matcher;
+}  // namespace constrain
 
 struct SamplingParams {
   float temperature = 0.8f;     // <= 0: greedy
@@ -27,6 +35,7 @@ struct SamplingParams {
   uint64_t seed = 0;
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits (-inf bans a token)
   int n_probs = 0;                                    // report the n most probable tokens of each step
+  std::shared_ptr<const constrain::Constraint> constraint;  // grammar the output must follow (null: none)
 };
 
 struct TokenProb {
@@ -37,12 +46,16 @@ struct TokenProb {
 class Sampler {
  public:
   Sampler(const SamplingParams& params, int n_vocab);
+  ~Sampler();
 
   // Tokens that count for the repetition penalties (the prompt, then each sampled token).
   void accept(int32_t token);
   // Picks the next token from one row of logits (n_vocab floats). When params.n_probs > 0,
   // *top receives the n most probable candidates of the final distribution, best first.
+  // Under a constraint the token is also fed to its matcher; -1 when the constraint allows
+  // no token of the vocabulary (the request cannot continue).
   int32_t sample(const float* logits, std::vector<TokenProb>* top = nullptr);
+  const constrain::Matcher* matcher() const { return matcher_.get(); }
 
  private:
   struct Cand {
@@ -57,6 +70,8 @@ class Sampler {
   void softmax();  // fills probs_ for cands_ (sorted by logit, descending)
   void sort_desc();
   void report(int n, std::vector<TokenProb>* top);
+  bool apply_constraint();  // false: no token allowed
+  int32_t pick(const float* logits, std::vector<TokenProb>* top);
 
   SamplingParams p_;
   int n_vocab_;
@@ -66,6 +81,7 @@ class Sampler {
   std::vector<float> probs_;
   std::vector<int32_t> counts_;
   bool sorted_ = false;
+  std::unique_ptr<constrain::Matcher> matcher_;
 };
 
 }  // namespace ds

@@ -203,6 +203,7 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
   if ((e = get_bool(j, "timings_per_token", &r->timings_per_token))) return e;
   if ((e = parse_stop(j, &r->stop))) return e;
   if ((e = parse_logit_bias(j, ctx.codec->n_vocab(), &sp))) return e;
+  if ((e = parse_constraint(j, *ctx.codec, &sp))) return e;
   int64_t mirostat = 0;
   if ((e = get_int(j, "mirostat", 0, 2, &mirostat))) return e;
   if (mirostat != 0) {

@@ -54,6 +54,12 @@ struct CompletionRequest {
 
 // Sampling and limits shared by all generation routes (llama.cpp names, OpenAI aliases).
 std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
+// Output constraints: OpenAI `response_format` (json_object, json_schema), llama.cpp
+// `json_schema` and `grammar` -> sp->constraint (api_constrain.cpp).
+std::optional<ApiError> parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp);
+// A compiled constraint for GBNF text (shared with other requests that send the same text).
+std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
+                                           SamplingParams* sp);
 // prompt: a string, token ids, or a mixed array of both.
 std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec, std::vector<int32_t>* out);
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);

@@ -5,6 +5,7 @@
 // format's syntax as `tool_calls` (chat_output.h). Streams end with `data: [DONE]`.
 #include <chrono>
 
+#include "constrain/tool_call_grammar.h"
 #include "server/api_internal.h"
 #include "server/chat_output.h"
 #include "server/chat_request.h"
@@ -278,6 +279,11 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (!ids.is_ok()) return make_error(err(400, "\"messages\": " + ids.message()), 1);
   call.req->gen.prompt = std::move(*ids);
   if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
+  if (call.chat->forced) {  // the call's markup and arguments follow the tool's schema
+    auto gbnf = constrain::tool_call_gbnf(*call.chat->forced);
+    if (!gbnf) return make_error(err(400, gbnf.message()), 1);
+    if (auto e = compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) return make_error(*e, 1);
+  }
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
   call.created = unix_now();

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,10 @@
 #include "model/tool_call_parser.h"
 
 namespace ds {
+
+namespace constrain {
+struct TokenVocab;
+}  // namespace constrain
 
 // Splits streamed text into reasoning (<think>...</think>) and content.
 class ReasoningFilter {
@@ -48,6 +53,14 @@ class TextCodec {
   // The splitter for the output after `prompt` (it knows whether the prompt opened the
   // reasoning); nullptr when the chat format has no reasoning section.
   virtual std::unique_ptr<ReasoningFilter> reasoning_filter(std::string_view prompt) const = 0;
+
+  // The vocabulary as the output-constraint engine reads it (token_text of every token, the
+  // EOG tokens), built on first use (api_constrain.cpp).
+  std::shared_ptr<const constrain::TokenVocab> constraint_vocab() const;
+
+ private:
+  mutable std::once_flag vocab_once_;
+  mutable std::shared_ptr<const constrain::TokenVocab> vocab_;
 };
 
 }  // namespace ds

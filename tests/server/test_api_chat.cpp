@@ -223,16 +223,19 @@ TEST_F(ApiChat, ForcedCallsArePrefilledAndValidated) {
   j = post({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", "required"}});
   EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "search_docs");
 
-  // Arguments that break the schema: an error naming what failed, never a silent 200.
+  // A model that would break the schema is held to it by the call's grammar: "town" is not
+  // a property, so the output takes the only key the schema allows.
   start(named + "{\"town\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
-  HttpResponse bad = call({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}});
-  EXPECT_EQ(bad.status, 500) << bad.body;
-  EXPECT_NE(bad.body.find("arguments.city is required"), std::string::npos) << bad.body;
+  j = post({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}, {"max_tokens", 200}});
+  ASSERT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << j;
+  const json args2 = json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args2.contains("city")) << args2;
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
   // Cut off by max_tokens: finish_reason "length" with the text so far, not an error.
   j = post({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}, {"max_tokens", 5}});
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
-  EXPECT_EQ(j["choices"][0]["message"]["content"], named + "{\"tow");
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().rfind(named + "{", 0), 0u);
 }
 
 TEST_F(ApiChat, ToolChoiceNoneHidesToolsAndSwitchesReachTheTemplate) {

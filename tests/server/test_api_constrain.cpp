@@ -1,0 +1,195 @@
+// Output constraints through the API (fake engine, byte-level codec): response_format
+// json_object / json_schema on the OpenAI routes, json_schema and grammar on /completion,
+// streamed and not; outputs checked with the validator in tests/constrain/json_validate.h;
+// 400s that name the field, keyword or grammar position; "length", never "stop", when the
+// constraint cannot finish within max_tokens.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "../constrain/json_validate.h"
+#include "fake_codec.h"
+#include "fake_engine.h"
+#include "server/api.h"
+
+namespace ds::test {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+class ApiConstrain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakeEngineOptions eo;
+    eo.n_ctx = 2048;
+    eo.n_blocks = 1024;
+    engine_ = std::make_unique<FakeEngine>(eo);
+    codec_ = std::make_unique<FakeCodec>();
+    LoopOptions lo;
+    lo.sched = {.n_slots = 4, .batch_tokens = 64, .max_queue = 16, .n_ctx = eo.n_ctx};
+    lo.is_eog = [](int32_t t) { return t == kFakeEos; };
+    loop_ = std::make_unique<EngineLoop>(*engine_, lo);
+    loop_->start();
+    ctx_ = std::make_unique<ServerContext>();
+    ctx_->opts.model_alias = "fake-model";
+    ctx_->opts.n_ctx = eo.n_ctx;
+    ctx_->loop = loop_.get();
+    ctx_->codec = codec_.get();
+    ctx_->model = &engine_->info();
+    ctx_->ready = true;
+  }
+  HttpResponse call(const std::string& path, const json& body) {
+    HttpRequest r{.method = "POST", .path = path, .headers = {}, .body = body.dump(), .alive = [] { return true; }};
+    return handle_request(*ctx_, r);
+  }
+  json post(const std::string& path, const json& body) {
+    HttpResponse r = call(path, body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body);
+  }
+  std::string stream_text(const std::string& path, const json& body, std::string* finish) {
+    HttpResponse r = call(path, body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::string raw;
+    StreamSink sink{.write = [&](std::string_view s) { raw.append(s); return true; }, .alive = [] { return true; }};
+    if (r.stream) r.stream(sink);
+    std::string text;
+    size_t pos = 0;
+    while ((pos = raw.find("data: ", pos)) != std::string::npos) {
+      const size_t end = raw.find("\n\n", pos);
+      const std::string ev = raw.substr(pos + 6, end - pos - 6);
+      pos = end;
+      if (ev == "[DONE]") break;
+      json j = json::parse(ev);
+      if (!j.contains("choices") || j["choices"].empty()) continue;
+      const json& c = j["choices"][0];
+      if (c.contains("delta") && c["delta"].contains("content") && c["delta"]["content"].is_string()) text += c["delta"]["content"];
+      if (c.contains("finish_reason") && c["finish_reason"].is_string()) *finish = c["finish_reason"];
+    }
+    return text;
+  }
+  void expect_error(const HttpResponse& r, const std::string& needle) {
+    EXPECT_EQ(r.status, 400) << r.body;
+    json j = json::parse(r.body);
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(needle), std::string::npos) << r.body;
+  }
+  // A finished output validates; an unfinished one is reported as "length".
+  void expect_valid(const ojson& schema, const std::string& text, const std::string& finish) {
+    const ojson v = ojson::parse(text, nullptr, false);
+    if (finish == "stop") {
+      ASSERT_FALSE(v.is_discarded()) << "invalid JSON with finish_reason stop: " << text;
+      EXPECT_EQ(validate(schema, v), "") << text;
+    } else {
+      EXPECT_EQ(finish, "length") << text;
+    }
+  }
+
+  std::unique_ptr<FakeEngine> engine_;
+  std::unique_ptr<FakeCodec> codec_;
+  std::unique_ptr<EngineLoop> loop_;
+  std::unique_ptr<ServerContext> ctx_;
+};
+
+const ojson kSchema = ojson::parse(R"({
+  "type": "object",
+  "properties": {
+    "color": {"enum": ["red", "green", "blue"]},
+    "n": {"type": "integer", "minimum": -5, "maximum": 99},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 2},
+    "ok": {"type": ["boolean", "null"]}
+  },
+  "required": ["color", "n", "tags", "ok"],
+  "additionalProperties": false
+})");
+
+TEST_F(ApiConstrain, ChatJsonSchemaValidates) {
+  int n_stop = 0;
+  for (int seed = 0; seed < 12; ++seed) {
+    json body = {{"messages", {{{"role", "user"}, {"content", "give json"}}}},
+                 {"max_tokens", 400},
+                 {"seed", seed},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", kSchema}}}}}};
+    json j = post("/v1/chat/completions", body);
+    const std::string finish = j["choices"][0]["finish_reason"];
+    n_stop += finish == "stop";
+    expect_valid(kSchema, j["choices"][0]["message"]["content"], finish);
+  }
+  EXPECT_GT(n_stop, 6);  // small strings and arrays: most outputs finish within 120 tokens
+}
+
+TEST_F(ApiConstrain, ChatJsonSchemaStreamed) {
+  for (int seed = 0; seed < 4; ++seed) {
+    std::string finish;
+    json body = {{"messages", {{{"role", "user"}, {"content", "give json"}}}},
+                 {"max_tokens", 120},
+                 {"seed", seed},
+                 {"stream", true},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", kSchema}}}}}};
+    const std::string text = stream_text("/v1/chat/completions", body, &finish);
+    expect_valid(kSchema, text, finish);
+  }
+}
+
+TEST_F(ApiConstrain, JsonObjectIsAnObject) {
+  for (int seed = 0; seed < 6; ++seed) {
+    json j = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                           {"max_tokens", 60},
+                                           {"seed", seed},
+                                           {"response_format", {{"type", "json_object"}}}});
+    const std::string text = j["choices"][0]["message"]["content"];
+    if (j["choices"][0]["finish_reason"] == "stop") {
+      const ojson v = ojson::parse(text, nullptr, false);
+      ASSERT_FALSE(v.is_discarded()) << text;
+      EXPECT_TRUE(v.is_object()) << text;
+    } else {
+      EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    }
+  }
+}
+
+TEST_F(ApiConstrain, CompletionGrammarAndJsonSchema) {
+  for (int seed = 0; seed < 6; ++seed) {
+    json j = post("/completion", {{"prompt", "answer:"}, {"n_predict", 20}, {"seed", seed},
+                                  {"grammar", "root ::= (\"yes\" | \"no\") \" \" [0-9]{2}"}});
+    const std::string c = j["content"];
+    EXPECT_TRUE(c.size() == 6 || c.size() == 5) << c;
+    EXPECT_TRUE(c.rfind("yes ", 0) == 0 || c.rfind("no ", 0) == 0) << c;
+    EXPECT_EQ(j["stop_type"], "eos");
+  }
+  const ojson schema = {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 9}}}, {"minItems", 2}, {"maxItems", 3}};
+  json j = post("/completion", {{"prompt", "list:"}, {"n_predict", 40}, {"seed", 3}, {"json_schema", schema}});
+  EXPECT_EQ(j["stop_type"], "eos");
+  expect_valid(schema, j["content"], "stop");
+  json o = post("/v1/completions", {{"prompt", "list:"}, {"max_tokens", 40}, {"seed", 3},
+                                    {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
+  expect_valid(schema, o["choices"][0]["text"], o["choices"][0]["finish_reason"]);
+}
+
+TEST_F(ApiConstrain, CannotFinishIsLengthNotStop) {
+  const ojson schema = {{"const", "a fairly long constant string"}};
+  json j = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                         {"max_tokens", 5},
+                                         {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "\"a fa");
+}
+
+TEST_F(ApiConstrain, ErrorsNameFieldKeywordAndPosition) {
+  json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  json b = chat;
+  b["response_format"] = {{"type", "yaml"}};
+  expect_error(call("/v1/chat/completions", b), "response_format.type");
+  b["response_format"] = {{"type", "json_schema"}};
+  expect_error(call("/v1/chat/completions", b), "response_format.json_schema");
+  b["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"contentEncoding", "base64"}}}}}};
+  expect_error(call("/v1/chat/completions", b), "unsupported keyword 'contentEncoding'");
+  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\"\nb ::= [x"}}), "grammar: line 2, column 7: unterminated character class");
+  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= undefined-rule"}}), "undefined rule 'undefined-rule'");
+  expect_error(call("/completion", {{"prompt", "x"}, {"json_schema", {{"type", "integer"}, {"minimum", 5}, {"maximum", 1}}}}), "json_schema");
+  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "string"}}}}), "only one of");
+}
+
+}  // namespace
+}  // namespace ds::test
