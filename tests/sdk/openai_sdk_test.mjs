@@ -81,40 +81,52 @@ async function testCase(name, fn) {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} (${Date.now() - t0} ms)`);
 }
 
-// --- ds-server on 127.0.0.1, port picked by the server ---
-let log = '';
-const server = spawn(args.server, ['--model', args.model, '--host', '127.0.0.1', '--port', '0',
-  '--chat-template', 'deepseek-v4', '--ctx-size', '2048', '--parallel', '4'],
-{ stdio: ['ignore', 'pipe', 'pipe'] });
-server.stdout.on('data', (d) => { log += d; });
-server.stderr.on('data', (d) => { log += d; });
-let exited = null;
-server.on('exit', (code, signal) => { exited = { code, signal }; });
-
-async function waitReady(timeoutMs) {
-  const end = Date.now() + timeoutMs;
-  let port = null;
-  while (Date.now() < end) {
-    if (exited) throw new Error(`ds-server exited (${JSON.stringify(exited)}):\n${log}`);
-    port ??= log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/)?.[1];
-    if (port) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) return Number(port);
-      } catch { /* not accepting yet */ }
-    }
-    await new Promise((r) => setTimeout(r, 50));
+// --- ds-server on 127.0.0.1 in a given chat format, port picked by the server ---
+class Server {
+  constructor(template) {
+    this.template = template;
+    this.log = '';
+    this.exited = null;
+    this.proc = spawn(args.server, ['--model', args.model, '--host', '127.0.0.1', '--port', '0',
+      '--chat-template', template, '--ctx-size', '2048', '--parallel', '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.stdout.on('data', (d) => { this.log += d; });
+    this.proc.stderr.on('data', (d) => { this.log += d; });
+    this.done = new Promise((r) => this.proc.once('exit', (code, signal) => { this.exited = { code, signal }; r(); }));
   }
-  throw new Error(`ds-server not ready within ${timeoutMs} ms:\n${log}`);
+
+  async ready(timeoutMs) {
+    const end = Date.now() + timeoutMs;
+    let port = null;
+    while (Date.now() < end) {
+      if (this.exited) throw new Error(`ds-server exited (${JSON.stringify(this.exited)}):\n${this.log}`);
+      port ??= this.log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/)?.[1];
+      if (port) {
+        try {
+          if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) return Number(port);
+        } catch { /* not accepting yet */ }
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`ds-server not ready within ${timeoutMs} ms:\n${this.log}`);
+  }
+
+  async stop() {
+    if (!this.exited) {
+      this.proc.kill('SIGTERM');
+      const timer = setTimeout(() => this.proc.kill('SIGKILL'), 20000);
+      await this.done;
+      clearTimeout(timer);
+    }
+    return this.exited;
+  }
 }
 
-async function stopServer() {
-  if (exited) return exited;
-  const done = new Promise((r) => server.once('exit', () => r()));
-  server.kill('SIGTERM');
-  const timer = setTimeout(() => server.kill('SIGKILL'), 20000);
-  await done;
-  clearTimeout(timer);
-  return exited;
+async function connect(server) {
+  const port = await server.ready(60000);
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  const model = (await client.models.list()).data[0].id;
+  console.log(`openai ${sdkVersion}, node ${process.version}: ds-server --chat-template ${server.template} on port ${port}, model ${model}`);
+  return { port, client, model };
 }
 
 const weatherSchema = {
@@ -133,10 +145,13 @@ const tools = [
 ];
 const question = [{ role: 'user', content: 'What will the weather be in Paris for the next three days?' }];
 
-function checkToolCall(call, name, schema, what) {
+function checkToolCall(call, what, allowed) {
   check(typeof call.id === 'string' && call.id.startsWith('call_'), `${what}: id ${call.id} starts with call_`);
   check(call.type === 'function', `${what}: type ${call.type} is function`);
-  check(call.function?.name === name, `${what}: name ${call.function?.name} is ${name}`);
+  const tool = tools.find((t) => t.function.name === call.function?.name);
+  check(tool && allowed.includes(call.function.name), `${what}: name ${call.function?.name} is one of ${allowed}`);
+  if (!tool) return undefined;
+  const schema = tool.function.parameters;
   check(typeof call.function?.arguments === 'string', `${what}: arguments is a JSON string`);
   let parsed;
   try {
@@ -150,34 +165,30 @@ function checkToolCall(call, name, schema, what) {
   return parsed;
 }
 
-let exitCode = 1;
-try {
-  const port = await waitReady(60000);
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
-  const model = (await client.models.list()).data[0].id;
-  console.log(`openai ${sdkVersion}, node ${process.version}, ds-server on port ${port}, model ${model}`);
-
+// A forced call (tool_choice named or required) through the SDK, then the same request streamed.
+async function toolCallCases(client, model, label, toolChoice, allowed) {
   let forced = null;
-  await testCase('forced tool call (tool_choice named)', async () => {
+  await testCase(`forced tool call (${label})`, async () => {
     const r = await client.chat.completions.create({
       model, messages: question, tools, seed: 7, max_tokens: 1000,
-      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      tool_choice: toolChoice,
     });
     const c = r.choices[0];
     check(c.finish_reason === 'tool_calls', `finish_reason ${c.finish_reason} is tool_calls`);
     check(c.message.role === 'assistant', 'role is assistant');
     check(Array.isArray(c.message.tool_calls) && c.message.tool_calls.length >= 1, 'tool_calls has a call');
     for (const [i, call] of (c.message.tool_calls ?? []).entries()) {
-      checkToolCall(call, 'get_weather', weatherSchema, `tool_calls[${i}]`);
+      checkToolCall(call, `tool_calls[${i}]`, allowed);
     }
     check(r.usage.completion_tokens > 0 && r.usage.prompt_tokens > 0, 'usage counts tokens');
+    console.log(`  calls: ${JSON.stringify((c.message.tool_calls ?? []).map((x) => x.function))}`);
     forced = r;
   });
 
-  await testCase('streamed tool call (delta.tool_calls)', async () => {
+  await testCase(`streamed tool call (${label})`, async () => {
     const stream = await client.chat.completions.create({
       model, messages: question, tools, seed: 7, max_tokens: 1000, stream: true,
-      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      tool_choice: toolChoice,
     });
     const calls = [];
     let finish = null;
@@ -205,13 +216,23 @@ try {
     check(finish === 'tool_calls', `finish_reason ${finish} is tool_calls`);
     check(calls.length >= 1, 'the stream carried a call');
     check(chunks > 2 && argumentChunks >= 1, `arguments arrive as fragments (${argumentChunks} in ${chunks} chunks)`);
-    calls.forEach((call, i) => checkToolCall(call, 'get_weather', weatherSchema, `streamed call ${i}`));
+    calls.forEach((call, i) => checkToolCall(call, `streamed call ${i}`, allowed));
     // Same request and seed: the assembled stream equals the non-streamed message.
     if (forced) {
       check(JSON.stringify(calls.map((x) => x.function)) === JSON.stringify(forced.choices[0].message.tool_calls.map((x) => x.function)),
         `streamed calls ${JSON.stringify(calls.map((x) => x.function))} equal the non-streamed ones`);
     }
   });
+}
+
+let exitCode = 1;
+const servers = [];
+try {
+  // DSML V4: tools in the system prompt, parameters in DSML markup turned into JSON arguments.
+  const v4 = new Server('deepseek-v4');
+  servers.push(v4);
+  const { port, client, model } = await connect(v4);
+  await toolCallCases(client, model, 'DSML V4, tool_choice named', { type: 'function', function: { name: 'get_weather' } }, ['get_weather']);
 
   await testCase('tool-result round trip', async () => {
     // The conversation an agent sends after running the call: the assistant turn with its call,
@@ -314,15 +335,24 @@ try {
     }
   });
 
-  const code = await stopServer();
-  check(code?.code === 0, `ds-server exits 0 on SIGTERM (${JSON.stringify(code)})`);
+  const v4exit = await v4.stop();
+  check(v4exit?.code === 0, `ds-server exits 0 on SIGTERM (${JSON.stringify(v4exit)})`);
+
+  // V3.1: JSON arguments between the tool-call markers; required lets the model pick the tool.
+  const v31 = new Server('deepseek-v3.1');
+  servers.push(v31);
+  const s31 = await connect(v31);
+  await toolCallCases(s31.client, s31.model, 'V3.1, tool_choice required', 'required', ['get_weather', 'get_time']);
+  const v31exit = await v31.stop();
+  check(v31exit?.code === 0, `ds-server exits 0 on SIGTERM (${JSON.stringify(v31exit)})`);
+
   console.log(`${passed} cases passed, ${failures} failed checks`);
   exitCode = failures === 0 ? 0 : 1;
 } catch (e) {
   console.log(`FAIL: ${e?.stack ?? e}`);
 } finally {
-  await stopServer();
-  writeFileSync(args.log, log);
+  for (const server of servers) await server.stop();
+  writeFileSync(args.log, servers.map((x) => `--- ds-server --chat-template ${x.template}\n${x.log}`).join('\n'));
   if (exitCode !== 0) console.log(`ds-server log: ${args.log}`);
 }
 process.exit(exitCode);
