@@ -122,8 +122,8 @@ class Server {
 }
 
 async function connect(server) {
-  const port = await server.ready(60000);
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  const port = await server.ready(30000);
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30000 });
   const model = (await client.models.list()).data[0].id;
   console.log(`openai ${sdkVersion}, node ${process.version}: ds-server --chat-template ${server.template} on port ${port}, model ${model}`);
   return { port, client, model };

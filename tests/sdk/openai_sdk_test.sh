@@ -17,12 +17,12 @@ mkdir -p "$work/node"
 installed=$(node -e "try{console.log(require('$work/node/node_modules/openai/package.json').version)}catch{}" || true)
 if [ "$installed" != "$sdk_version" ]; then
   echo "installing openai@$sdk_version from the npm registry"
-  (cd "$work/node" && timeout 120 npm install --no-audit --no-fund --no-save --loglevel=error \
+  (cd "$work/node" && timeout 45 npm install --no-audit --no-fund --no-save --loglevel=error \
      "openai@$sdk_version")
 fi
 
 model="$work/sdk-tiny.gguf"
 "$build/src/ds-cli" synth --shape tiny-llama --out "$model" >/dev/null 2>&1
 
-exec timeout 150 node "$src/openai_sdk_test.mjs" --server "$build/src/ds-server" --model "$model" \
+exec timeout 60 node "$src/openai_sdk_test.mjs" --server "$build/src/ds-server" --model "$model" \
   --sdk "$work/node" --log "$work/ds-server.log"
