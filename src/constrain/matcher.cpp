@@ -232,6 +232,7 @@ const std::vector<uint64_t>& Matcher::mask() {
       for (int32_t t : v_.eog) mask_[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
     }
     c_->store_mask(k, mask_);
+    stats_.miss_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   stats_.mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return mask_;

@@ -78,7 +78,8 @@ class Matcher {
 
   struct Stats {
     int64_t masks = 0, cache_hits = 0;
-    double mask_ms = 0;  // time spent computing masks (cache misses and hits)
+    double mask_ms = 0;  // time spent on masks (cache misses and hits)
+    double miss_ms = 0;  // of which on trie walks (cache misses)
   };
   const Stats& stats() const { return stats_; }
 

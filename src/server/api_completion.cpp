@@ -70,6 +70,7 @@ HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
   if (!body.contains("prompt")) {
     return make_error(err(400, "\"prompt\" is required"), ctx.opts.retry_after_s);
   }
+  if (is_prompt_batch(body["prompt"])) return route_completion_batch(ctx, req, body);
   if (auto e = parse_prompt(body["prompt"], *ctx.codec, &r->gen.prompt)) return make_error(*e, 1);
   if (auto e = parse_sampling(body, ctx, r.get())) return make_error(*e, 1);
   std::shared_ptr<GenStream> stream;

@@ -60,6 +60,10 @@ std::optional<ApiError> parse_constraint(const json& j, const TextCodec& codec, 
 // A compiled constraint for GBNF text (shared with other requests that send the same text).
 std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
                                            SamplingParams* sp);
+// An array of prompts (strings or token arrays): one result per prompt (api_batch.cpp).
+bool is_prompt_batch(const json& prompt);
+HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
+HttpResponse route_oai_completions_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
 // prompt: a string, token ids, or a mixed array of both.
 std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec, std::vector<int32_t>* out);
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);

@@ -63,6 +63,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
   auto r = std::make_shared<CompletionRequest>();
   if (!body.contains("prompt")) return make_error(err(400, "\"prompt\" is required"), 1);
+  if (is_prompt_batch(body["prompt"])) return route_oai_completions_batch(ctx, req, body);
   if (auto e = parse_prompt(body["prompt"], *ctx.codec, &r->gen.prompt)) return make_error(*e, 1);
   if (auto e = parse_openai_common(body, ctx, r.get())) return make_error(*e, 1);
   std::shared_ptr<GenStream> stream;

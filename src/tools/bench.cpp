@@ -22,6 +22,7 @@
 #include "kernels/kernels.h"
 #include "runtime/machine_limits.h"
 #include "runtime/thread_pool.h"
+#include "tools/bench_constrained.h"
 #include "tools/command.h"
 #include "util/strings.h"
 
@@ -41,6 +42,7 @@ struct BenchArgs {
   bool limits = true;
   bool repack = true;
   std::string kv_type = "f16";
+  std::string json_schema;  // --json-schema: the constrained-decoding test
 };
 
 struct Stats {
@@ -108,7 +110,9 @@ void usage() {
       "  --profile    break one prefill chunk, a decode step and (with --batch) a batched decode\n"
       "               step down by stage (decode steps: mean of 8)\n"
       "  --no-limits  skip measuring bandwidth and the peaks (rooflines then read 0)\n"
-      "  --no-repack  keep the quantized weights in the file's layout (as ds-server --no-repack)\n");
+      "  --no-repack  keep the quantized weights in the file's layout (as ds-server --no-repack)\n"
+      "  --json-schema FILE  only the constrained-decoding test: n tokens sampled and fed back, without\n"
+      "               and with the schema's grammar; speeds and the token-mask cost per token\n");
 }
 
 int parse(const std::vector<std::string>& a, BenchArgs* b) {
@@ -136,6 +140,7 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "--profile") b->profile = true;
     else if (s == "--no-limits") b->limits = false;
     else if (s == "--no-repack") b->repack = false;
+    else if (s == "--json-schema") { ok = i + 1 < a.size(); if (ok) b->json_schema = a[++i]; }
     else { std::fprintf(stderr, "bench: unknown option %s\n", s.c_str()); return 2; }
     if (!ok) { std::fprintf(stderr, "bench: bad or missing value for %s\n", s.c_str()); return 2; }
   }
@@ -238,6 +243,26 @@ int cmd_bench(const std::vector<std::string>& args) {
   Engine& e = **engine;
   const int n_vocab = e.info().n_vocab;
   std::vector<float> logits(static_cast<size_t>(std::max(1, b.batch)) * static_cast<size_t>(n_vocab));
+  if (!b.json_schema.empty()) {
+    std::vector<double> free, con, ratio;
+    ConstrainedBench last;
+    for (int r = 0; r < b.repeats; ++r) {
+      auto cb = bench_constrained(e, b.json_schema, b.n_gen);
+      if (!cb) { std::fprintf(stderr, "error: %s\n", cb.message().c_str()); return 1; }
+      free.push_back(cb->free_tps);
+      con.push_back(cb->constrained_tps);
+      ratio.push_back(cb->constrained_tps / cb->free_tps);
+      last = *cb;
+    }
+    const Stats sf = stats_of(free), sc = stats_of(con), sr = stats_of(ratio);
+    std::printf("constrained decode, %d tokens, %d repeats (%s)\n", b.n_gen, b.repeats, b.json_schema.c_str());
+    std::printf("  unconstrained  %8.2f t/s (%.2f..%.2f)\n", sf.median, sf.min, sf.max);
+    std::printf("  json_schema    %8.2f t/s (%.2f..%.2f), %.1f%% of unconstrained (%.1f..%.1f%%)\n", sc.median, sc.min,
+                sc.max, 100 * sr.median, 100 * sr.min, 100 * sr.max);
+    std::printf("  mask per token %.3f ms (%.0f%% from the cache; a trie walk %.3f ms); %d documents completed\n",
+                last.mask_ms, 100 * last.hit_rate, last.miss_mask_ms, last.n_outputs);
+    return 0;
+  }
 
   std::vector<double> pp, tg, btg;
   const auto prompt = random_tokens(b.n_prompt, n_vocab, 7);

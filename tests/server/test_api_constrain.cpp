@@ -191,5 +191,35 @@ TEST_F(ApiConstrain, ErrorsNameFieldKeywordAndPosition) {
   expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "string"}}}}), "only one of");
 }
 
+// An array of prompts: one result per prompt, in order, each equal to the prompt's own run.
+TEST_F(ApiConstrain, PromptArraysGiveOneResultPerPrompt) {
+  const json prompts = {"hello", json::array({'a', 'b', 'c'}), "third one"};
+  json a = post("/completion", {{"prompt", prompts}, {"n_predict", 12}, {"temperature", 0}});
+  ASSERT_TRUE(a.is_array()) << a;
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    json one = post("/completion", {{"prompt", prompts[i]}, {"n_predict", 12}, {"temperature", 0}});
+    EXPECT_EQ(a[i]["content"], one["content"]) << i;
+    EXPECT_EQ(a[i]["index"], i);
+    EXPECT_EQ(a[i]["tokens_evaluated"], one["tokens_evaluated"]) << i;
+  }
+  json o = post("/v1/completions", {{"prompt", prompts}, {"max_tokens", 12}, {"temperature", 0}});
+  ASSERT_EQ(o["choices"].size(), 3u) << o;
+  int64_t n_prompt = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    json one = post("/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 12}, {"temperature", 0}});
+    EXPECT_EQ(o["choices"][i]["text"], one["choices"][0]["text"]) << i;
+    EXPECT_EQ(o["choices"][i]["index"], i);
+    n_prompt += one["usage"]["prompt_tokens"].get<int64_t>();
+  }
+  EXPECT_EQ(o["usage"]["prompt_tokens"], n_prompt);
+  // A mixed array of ids and strings stays one prompt; streaming takes one prompt.
+  json mixed = post("/completion", {{"prompt", json::array({"ab", 99, "cd"})}, {"n_predict", 4}});
+  EXPECT_TRUE(mixed.is_object());
+  expect_error(call("/completion", {{"prompt", prompts}, {"stream", true}}), "one prompt");
+  // An error in one prompt is the batch's error.
+  expect_error(call("/v1/completions", {{"prompt", json::array({"ok", json::array({-5})})}}), "prompt");
+}
+
 }  // namespace
 }  // namespace ds::test
