@@ -64,6 +64,13 @@ std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCo
 bool is_prompt_batch(const json& prompt);
 HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
 HttpResponse route_oai_completions_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
+// n choices (1..kMaxChoices) of an OpenAI request, seeds seed + i (api_batch.cpp).
+constexpr int kMaxChoices = 16;
+inline bool wants_choices(const json& body) {
+  return body.contains("n") && !body["n"].is_null() && body["n"] != 1;
+}
+HttpResponse route_oai_n(ServerContext& ctx, const HttpRequest& req, const json& body,
+                         HttpResponse (*route)(ServerContext&, const HttpRequest&));
 // prompt: a string, token ids, or a mixed array of both.
 std::optional<ApiError> parse_prompt(const json& prompt, const TextCodec& codec, std::vector<int32_t>* out);
 std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);

@@ -64,6 +64,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   auto r = std::make_shared<CompletionRequest>();
   if (!body.contains("prompt")) return make_error(err(400, "\"prompt\" is required"), 1);
   if (is_prompt_batch(body["prompt"])) return route_oai_completions_batch(ctx, req, body);
+  if (wants_choices(body)) return route_oai_n(ctx, req, body, route_oai_completions);
   if (auto e = parse_prompt(body["prompt"], *ctx.codec, &r->gen.prompt)) return make_error(*e, 1);
   if (auto e = parse_openai_common(body, ctx, r.get())) return make_error(*e, 1);
   std::shared_ptr<GenStream> stream;
@@ -267,6 +268,7 @@ std::optional<ApiError> render_request(const ServerContext& ctx, const json& bod
 HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   json body;
   if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  if (wants_choices(body)) return route_oai_n(ctx, req, body, route_oai_chat);
   ChatCall call;
   call.chat = std::make_shared<ChatRequest>();
   std::string text;

@@ -288,7 +288,7 @@ TEST_F(Api, ValidationErrorsNameTheField) {
   expect_error(call("POST", "/completion", R"({"prompt":[1,-4]})"), 400, "token id -4");
   EXPECT_EQ(post_json("/completion", {{"prompt", {{1}, {2}}}, {"n_predict", 2}}).size(), 2u);  // two prompts
   expect_error(call("POST", "/completion", "{\"prompt\":\"bad \xff utf8\"}"), 400, "invalid JSON");
-  expect_error(call("POST", "/v1/completions", R"({"prompt":"a","n":3})"), 400, "\"n\"");
+  expect_error(call("POST", "/v1/completions", R"({"prompt":"a","n":17})"), 400, "\"n\"");
   // A huge n_predict that fits is accepted and limited by the context.
   json j = post_json("/completion", {{"prompt", "a"}, {"n_predict", 2147483647}, {"ignore_eos", true}});
   EXPECT_EQ(j["stop_type"], "limit");

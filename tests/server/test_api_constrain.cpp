@@ -221,5 +221,28 @@ TEST_F(ApiConstrain, PromptArraysGiveOneResultPerPrompt) {
   expect_error(call("/v1/completions", {{"prompt", json::array({"ok", json::array({-5})})}}), "prompt");
 }
 
+// n choices: each equals the single request with seed + i; the prompt is computed once and
+// then taken from the prefix cache.
+TEST_F(ApiConstrain, NChoicesUseSeedPlusIndex) {
+  const json msgs = {{{"role", "user"}, {"content", "pick"}}};
+  json j = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 10}, {"seed", 40}, {"n", 3}});
+  ASSERT_EQ(j["choices"].size(), 3u) << j;
+  int64_t completion = 0;
+  for (int i = 0; i < 3; ++i) {
+    json one = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 10}, {"seed", 40 + i}});
+    EXPECT_EQ(j["choices"][i]["message"]["content"], one["choices"][0]["message"]["content"]) << i;
+    EXPECT_EQ(j["choices"][i]["index"], i);
+    completion += one["usage"]["completion_tokens"].get<int64_t>();
+  }
+  EXPECT_EQ(j["usage"]["completion_tokens"], completion);
+  json c = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 5}, {"n", 2}});
+  ASSERT_EQ(c["choices"].size(), 2u) << c;
+  json c1 = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 6}});
+  EXPECT_EQ(c["choices"][1]["text"], c1["choices"][0]["text"]);
+  EXPECT_GT(loop_->stats().tokens_cached, 0);
+  expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"n", 17}}), "\"n\"");
+  expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"n", 2}, {"stream", true}}), "one choice");
+}
+
 }  // namespace
 }  // namespace ds::test
