@@ -335,6 +335,25 @@ try {
     }
   });
 
+  await testCase('n = 2', async () => {
+    const r = await client.chat.completions.create({ model, messages: question, max_tokens: 16, seed: 11, temperature: 1, n: 2 });
+    check(r.choices.length === 2, `two choices (${r.choices.length})`);
+    check(r.choices.map((c) => c.index).join(',') === '0,1', 'indices 0 and 1');
+    for (const c of r.choices) {
+      check(typeof c.message.content === 'string' && c.message.content.length > 0, `choice ${c.index} has text`);
+      check(c.finish_reason === 'stop' || c.finish_reason === 'length', `choice ${c.index} finish_reason ${c.finish_reason}`);
+    }
+    // Each choice samples with its own seed (seed + index).
+    check(r.choices[0]?.message.content !== r.choices[1]?.message.content, 'the two choices differ');
+    let tokens = 0;
+    for (const i of [0, 1]) {
+      const one = await client.chat.completions.create({ model, messages: question, max_tokens: 16, seed: 11 + i, temperature: 1 });
+      check(one.choices[0].message.content === r.choices[i]?.message.content, `choice ${i} equals the n = 1 answer with seed ${11 + i}`);
+      tokens += one.usage.completion_tokens;
+    }
+    check(r.usage.completion_tokens === tokens, `usage counts both choices' tokens (${r.usage.completion_tokens} vs ${tokens})`);
+  });
+
   const v4exit = await v4.stop();
   check(v4exit?.code === 0, `ds-server exits 0 on SIGTERM (${JSON.stringify(v4exit)})`);
 
