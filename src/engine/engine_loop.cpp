@@ -175,6 +175,10 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
     }
     GenEvent ev;
     ev.token = a.sampler->sample(logits_.data() + row * n_vocab, a.params.sampling.n_probs > 0 ? &ev.probs : nullptr);
+    if (a.params.sampling.logprobs) {
+      ev.logprob = a.sampler->last_logprob();
+      ev.top_logprobs = a.sampler->last_top_logprobs();
+    }
     if (ev.token < 0) {  // an output constraint that no token of the vocabulary continues
       end(g.req_id, StopReason::error, "the output grammar allows no token of the vocabulary here");
       continue;

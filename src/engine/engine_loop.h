@@ -51,6 +51,8 @@ struct GenEvent {
   bool done = false;
   int32_t token = -1;  // when !done
   std::vector<TokenProb> probs;
+  float logprob = 0;                     // with sampling.logprobs
+  std::vector<TokenProb> top_logprobs;    // prob holds a log-probability
   StopReason reason = StopReason::none;  // when done
   std::string error;                     // when reason == error
   GenStats stats;

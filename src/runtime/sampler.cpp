@@ -136,6 +136,22 @@ bool Sampler::apply_constraint() {
   return n > 0;
 }
 
+void Sampler::note_logprobs() {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (const Cand& c : cands_) mx = std::max(mx, c.logit);
+  double sum = 0;
+  for (const Cand& c : cands_) sum += std::exp(static_cast<double>(c.logit - mx));
+  lse_ = mx + static_cast<float>(std::log(sum));
+  last_top_.clear();
+  const size_t k = std::min<size_t>(static_cast<size_t>(std::max(0, p_.top_logprobs)), cands_.size());
+  if (k == 0) return;
+  std::vector<Cand> best(cands_.begin(), cands_.end());
+  std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(k), best.end(), [](const Cand& a, const Cand& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  });
+  for (size_t i = 0; i < k; ++i) last_top_.push_back({best[i].id, best[i].logit - lse_});
+}
+
 int32_t Sampler::sample(const float* logits, std::vector<TokenProb>* top) {
   const int32_t token = pick(logits, top);
   if (matcher_ && token >= 0) matcher_->accept_token(token);
@@ -154,15 +170,18 @@ int32_t Sampler::pick(const float* logits, std::vector<TokenProb>* top) {
     if (top) top->clear();
     return -1;
   }
+  if (p_.logprobs) note_logprobs();
   if (p_.temperature <= 0.0f) {
     if (p_.n_probs > 0) {
       softmax();  // over the whole vocabulary: the model's own probabilities
       report(p_.n_probs, top);
+      last_logprob_ = cands_[0].logit - lse_;
       return cands_[0].id;
     }
     const auto best = std::max_element(cands_.begin(), cands_.end(), [](const Cand& a, const Cand& b) {
       return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
     });
+    last_logprob_ = best->logit - lse_;
     return best->id;
   }
   top_k(p_.top_k);
@@ -185,6 +204,7 @@ int32_t Sampler::pick(const float* logits, std::vector<TokenProb>* top) {
   }
   report(p_.n_probs, top);
   while (pick > 0 && !(probs_[pick] > 0)) --pick;  // never a banned (-inf) token
+  last_logprob_ = cands_[pick].logit * p_.temperature - lse_;  // undo the temperature
   return cands_[pick].id;
 }
 

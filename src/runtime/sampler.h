@@ -36,6 +36,11 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits (-inf bans a token)
   int n_probs = 0;                                    // report the n most probable tokens of each step
   std::shared_ptr<const constrain::Constraint> constraint;  // grammar the output must follow (null: none)
+  // OpenAI logprobs: the sampled token's log-probability and the top_logprobs most likely
+  // tokens, from the log-softmax of the logits after logit bias, penalties and the constraint,
+  // before temperature and truncation (the model's distribution, not the sampling chain's).
+  bool logprobs = false;
+  int top_logprobs = 0;
 };
 
 struct TokenProb {
@@ -56,6 +61,10 @@ class Sampler {
   // no token of the vocabulary (the request cannot continue).
   int32_t sample(const float* logits, std::vector<TokenProb>* top = nullptr);
   const constrain::Matcher* matcher() const { return matcher_.get(); }
+  // With params.logprobs: the last sampled token's log-probability and the most likely tokens
+  // of that step (TokenProb::prob holds a log-probability), best first.
+  float last_logprob() const { return last_logprob_; }
+  const std::vector<TokenProb>& last_top_logprobs() const { return last_top_; }
 
  private:
   struct Cand {
@@ -71,6 +80,7 @@ class Sampler {
   void sort_desc();
   void report(int n, std::vector<TokenProb>* top);
   bool apply_constraint();  // false: no token allowed
+  void note_logprobs();     // the log-softmax normalizer and the top tokens of this step
   int32_t pick(const float* logits, std::vector<TokenProb>* top);
 
   SamplingParams p_;
@@ -82,6 +92,9 @@ class Sampler {
   std::vector<int32_t> counts_;
   bool sorted_ = false;
   std::unique_ptr<constrain::Matcher> matcher_;
+  float lse_ = 0;  // log-sum-exp of the step's logits before temperature
+  float last_logprob_ = 0;
+  std::vector<TokenProb> last_top_;
 };
 
 }  // namespace ds

@@ -330,6 +330,11 @@ class GenerationReader {
     if (ev.done) return on_done(ev), false;
     r_.tokens.push_back(ev.token);
     piece_.tokens.push_back(ev.token);
+    if (req_.gen.sampling.logprobs) {
+      json e = logprob_entry(ctx_, ev);
+      r_.logprobs.push_back(e);
+      piece_.logprobs.push_back(std::move(e));
+    }
     if (req_.gen.sampling.n_probs > 0) {
       json p = probs_json(ctx_, ev);
       r_.probs.push_back(p);

@@ -87,14 +87,23 @@ struct GenResult {
   bool client_gone = false;
   std::optional<ApiError> error;
   json probs = json::array();  // completion_probabilities when n_probs > 0
+  json logprobs = json::array();  // with sampling.logprobs: one logprob_entry per token
 };
 
 struct Piece {
   std::string text;
   std::vector<int32_t> tokens;
   json probs = json::array();
+  json logprobs = json::array();
   GenStats stats;
 };
+
+// OpenAI chat's logprobs entry of one token: {token, logprob, bytes, top_logprobs: [...]}.
+json logprob_entry(const ServerContext& ctx, const GenEvent& ev);
+// The chat form {"content": entries} or null; the completions form {tokens, token_logprobs,
+// top_logprobs, text_offset} (offsets from text_offset0).
+json chat_logprobs(const CompletionRequest& r, const json& entries);
+json completion_logprobs(const CompletionRequest& r, const json& entries, size_t text_offset0);
 
 // Reads the stream to its end. on_piece (may be empty) gets each piece of sendable text
 // with the tokens that produced it and returns false when the client is gone; alive() is

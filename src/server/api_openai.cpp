@@ -38,14 +38,18 @@ static std::optional<ApiError> parse_openai_common(const json& body, ServerConte
   }
   if (auto e = get_int(body, "max_completion_tokens", -1, INT32_MAX, &n_max)) return e;
   if (n_max != -2) r->gen.n_predict = static_cast<int>(n_max);
-  int64_t logprobs = 0;
+  // Chat: logprobs (bool) with top_logprobs 0-20; completions: logprobs k (0-20, the top k).
+  int64_t logprobs = -1, top = 0;
+  SamplingParams& sp = r->gen.sampling;
   if (body.contains("logprobs") && body["logprobs"].is_boolean()) {
-    int64_t top = body["logprobs"].get<bool>() ? 1 : 0;
+    sp.logprobs = body["logprobs"].get<bool>();
     if (auto e = get_int(body, "top_logprobs", 0, 20, &top)) return e;
-    r->gen.sampling.n_probs = static_cast<int>(std::max<int64_t>(top, body["logprobs"].get<bool>()));
+    if (!sp.logprobs && top > 0) return err(400, "\"top_logprobs\" needs \"logprobs\": true");
+    sp.top_logprobs = static_cast<int>(top);
   } else {
     if (auto e = get_int(body, "logprobs", 0, 20, &logprobs)) return e;
-    if (logprobs > 0) r->gen.sampling.n_probs = static_cast<int>(logprobs);
+    sp.logprobs = logprobs >= 0;
+    sp.top_logprobs = static_cast<int>(std::max<int64_t>(logprobs, 0));
   }
   bool echo = false;
   if (auto e = get_bool(body, "echo", &echo)) return e;
@@ -71,14 +75,14 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
   const std::string id = "cmpl-" + std::to_string(stream->id());
   const int64_t created = unix_now();
-  auto chunk = [&ctx, id, created](const std::string& text, const char* finish) {
+  auto chunk = [&ctx, id, created](const std::string& text, const char* finish, json lp = nullptr) {
     return json{{"id", id},
                 {"object", "text_completion"},
                 {"created", created},
                 {"model", ctx.opts.model_alias},
                 {"choices", json::array({{{"text", text},
                                           {"index", 0},
-                                          {"logprobs", nullptr},
+                                          {"logprobs", std::move(lp)},
                                           {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
   };
   if (!r->stream) {
@@ -86,7 +90,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
     log_request(ctx, "/v1/completions", stream->id(), g);
     if (g.error) return make_error(*g.error, 1);
     ctx.counters.completions_ok++;
-    json j = chunk(g.content, finish_reason(g));
+    json j = chunk(g.content, finish_reason(g), completion_logprobs(*r, g.logprobs, 0));
     j["usage"] = usage_json(g);
     j["timings"] = timings_json(g.stats);
     return json_response(j);
@@ -94,8 +98,12 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   HttpResponse resp;
   resp.content_type = "text/event-stream";
   resp.stream = [&ctx, r, stream, chunk](StreamSink& sink) {
-    GenResult g = run_generation(ctx, *stream, *r, sink.alive,
-                                 [&](const Piece& p) { return sink.write(sse_data(chunk(p.text, nullptr))); });
+    size_t offset = 0;  // text_offset of the piece's first token
+    GenResult g = run_generation(ctx, *stream, *r, sink.alive, [&](const Piece& p) {
+      json lp = completion_logprobs(*r, p.logprobs, offset);
+      for (const json& e : p.logprobs) offset += e["bytes"].size();
+      return sink.write(sse_data(chunk(p.text, nullptr, std::move(lp))));
+    });
     log_request(ctx, "/v1/completions", stream->id(), g);
     if (g.client_gone) return;
     if (g.error) {
@@ -187,7 +195,8 @@ HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpR
   }
   json j = call.head(ctx, "chat.completion");
   j["choices"] = json::array(
-      {{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", chat_finish_reason(call, g)}}});
+      {{{"index", 0}, {"message", msg}, {"logprobs", chat_logprobs(*call.req, g.logprobs)},
+        {"finish_reason", chat_finish_reason(call, g)}}});
   j["usage"] = usage_json(g);
   j["timings"] = timings_json(g.stats);
   return json_response(j);
@@ -210,11 +219,17 @@ json call_deltas_json(const std::vector<ChatOutput::CallDelta>& calls) {
 }
 
 void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
+  json pending_lp = json::array();  // logprobs of the piece being sent, given to its first chunk
   auto chunk = [&](json delta, const char* finish) {
     json j = call.head(ctx, "chat.completion.chunk");
+    json lp = nullptr;
+    if (!pending_lp.empty()) {
+      lp = chat_logprobs(*call.req, pending_lp);
+      pending_lp = json::array();
+    }
     j["choices"] = json::array({{{"index", 0},
                                  {"delta", std::move(delta)},
-                                 {"logprobs", nullptr},
+                                 {"logprobs", std::move(lp)},
                                  {"finish_reason", finish ? json(finish) : json(nullptr)}}});
     return j;
   };
@@ -233,7 +248,10 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
     return;
   }
   GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive,
-                               [&](const Piece& p) { return send_delta(call.output->push(p.text)); });
+                               [&](const Piece& p) {
+                                 pending_lp.insert(pending_lp.end(), p.logprobs.begin(), p.logprobs.end());
+                                 return send_delta(call.output->push(p.text));
+                               });
   log_request(ctx, "/v1/chat/completions", call.stream->id(), g);
   if (g.client_gone) return;
   if (g.error) {
@@ -282,10 +300,13 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (!ids.is_ok()) return make_error(err(400, "\"messages\": " + ids.message()), 1);
   call.req->gen.prompt = std::move(*ids);
   if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
-  if (call.chat->forced) {  // the call's markup and arguments follow the tool's schema
+  if (call.chat->forced) {
+    // The call's markup and arguments follow the tool's schema. A schema outside the supported
+    // subset leaves the call unconstrained; its arguments are still checked afterwards.
     auto gbnf = constrain::tool_call_gbnf(*call.chat->forced);
-    if (!gbnf) return make_error(err(400, gbnf.message()), 1);
-    if (auto e = compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) return make_error(*e, 1);
+    if (gbnf && compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) {
+      call.req->gen.sampling.constraint.reset();
+    }
   }
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());

@@ -231,6 +231,13 @@ TEST_F(ApiChat, ForcedCallsArePrefilledAndValidated) {
   const json args2 = json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
   EXPECT_TRUE(args2.contains("city")) << args2;
   EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  // A schema outside the constrained subset: the call is generated unconstrained and checked
+  // afterwards, so the model's bad arguments are an error naming what failed.
+  json exotic = kTools;
+  exotic[0]["function"]["parameters"]["allOf"] = json::array();
+  HttpResponse bad = call({{"messages", user("hi")}, {"tools", exotic}, {"tool_choice", choice}});
+  EXPECT_EQ(bad.status, 500) << bad.body;
+  EXPECT_NE(bad.body.find("arguments.city is required"), std::string::npos) << bad.body;
   // Cut off by max_tokens: finish_reason "length" with the text so far, not an error.
   j = post({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}, {"max_tokens", 5}});
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <thread>
 
 #include "../constrain/json_validate.h"
@@ -242,6 +243,75 @@ TEST_F(ApiConstrain, NChoicesUseSeedPlusIndex) {
   EXPECT_GT(loop_->stats().tokens_cached, 0);
   expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"n", 17}}), "\"n\"");
   expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"n", 2}, {"stream", true}}), "one choice");
+}
+
+// logprobs: the model's distribution after the constraint (a two-token grammar leaves two
+// candidates whose probabilities sum to 1), before temperature (greedy picks the top entry).
+TEST_F(ApiConstrain, ChatLogprobs) {
+  const json msgs = {{{"role", "user"}, {"content", "x"}}};
+  json j = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 1}, {"logprobs", true}, {"top_logprobs", 5},
+                                         {"grammar", "root ::= \"a\" | \"b\""}});
+  const json& c = j["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(c.size(), 1u) << j;
+  ASSERT_EQ(c[0]["top_logprobs"].size(), 2u) << j;
+  double mass = 0;
+  for (const json& t : c[0]["top_logprobs"]) mass += std::exp(t["logprob"].get<double>());
+  EXPECT_NEAR(mass, 1.0, 1e-5);
+  EXPECT_TRUE(c[0]["token"] == "a" || c[0]["token"] == "b");
+
+  json g = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", true},
+                                         {"top_logprobs", 3}});
+  const json& e = g["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(e.size(), g["usage"]["completion_tokens"].get<size_t>()) << g;
+  std::string text;
+  for (const json& t : e) {
+    ASSERT_EQ(t["top_logprobs"].size(), 3u);
+    EXPECT_EQ(t["token"], t["top_logprobs"][0]["token"]);  // greedy: the most likely token
+    EXPECT_FLOAT_EQ(t["logprob"].get<float>(), t["top_logprobs"][0]["logprob"].get<float>());
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
+    for (const json& b : t["bytes"]) text += static_cast<char>(b.get<int>());
+  }
+  EXPECT_EQ(text, g["choices"][0]["message"]["content"]);
+  // The same tokens sampled at another temperature have the same log-probabilities.
+  json hot = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0.3}, {"seed", 1},
+                                           {"logprobs", true}});
+  const json& h = hot["choices"][0]["logprobs"]["content"];
+  for (size_t i = 0; i < std::min(h.size(), e.size()) && h[i]["token"] == e[i]["token"]; ++i) {
+    EXPECT_FLOAT_EQ(h[i]["logprob"].get<float>(), e[i]["logprob"].get<float>()) << i;
+  }
+  // Streamed: the chunks' entries add up to the tokens.
+  HttpResponse r = call("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0},
+                                                 {"logprobs", true}, {"stream", true}});
+  std::string raw;
+  StreamSink sink{.write = [&](std::string_view s) { raw.append(s); return true; }, .alive = [] { return true; }};
+  r.stream(sink);
+  size_t n = 0, pos = 0;
+  while ((pos = raw.find("data: {", pos)) != std::string::npos) {
+    const size_t end = raw.find("\n\n", pos);
+    json ev = json::parse(raw.substr(pos + 6, end - pos - 6));
+    pos = end;
+    if (ev["choices"].size() && ev["choices"][0]["logprobs"].is_object()) n += ev["choices"][0]["logprobs"]["content"].size();
+  }
+  EXPECT_EQ(n, e.size());
+  expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"top_logprobs", 21}, {"logprobs", true}}), "top_logprobs");
+}
+
+TEST_F(ApiConstrain, CompletionLogprobs) {
+  json j = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 8}, {"temperature", 0}, {"logprobs", 2}});
+  const json& lp = j["choices"][0]["logprobs"];
+  ASSERT_TRUE(lp.is_object()) << j;
+  ASSERT_EQ(lp["tokens"].size(), 8u);
+  std::string text;
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(lp["text_offset"][i], text.size());
+    text += lp["tokens"][i].get<std::string>();
+    EXPECT_EQ(lp["top_logprobs"][i].size(), std::min<size_t>(2, lp["top_logprobs"][i].size()));
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+  }
+  EXPECT_EQ(text, j["choices"][0]["text"]);
+  json none = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 2}});
+  EXPECT_TRUE(none["choices"][0]["logprobs"].is_null());
 }
 
 }  // namespace
