@@ -335,6 +335,83 @@ try {
     }
   });
 
+  await testCase('chat logprobs (top_logprobs 3)', async () => {
+    const r = await client.chat.completions.create({
+      model, messages: question, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3,
+    });
+    const c = r.choices[0];
+    const lp = c.logprobs?.content;
+    check(Array.isArray(lp), 'choices[0].logprobs.content is an array');
+    if (!Array.isArray(lp)) return;
+    check(lp.length > 0 && lp.length === r.usage.completion_tokens, `one entry per token (${lp.length} vs ${r.usage.completion_tokens})`);
+    const bytes = [];
+    for (const [i, e] of lp.entries()) {
+      check(typeof e.token === 'string', `[${i}] token is a string`);
+      check(Number.isFinite(e.logprob) && e.logprob <= 0, `[${i}] logprob ${e.logprob} <= 0`);
+      check(Array.isArray(e.bytes), `[${i}] bytes is an array`);
+      bytes.push(...(e.bytes ?? []));
+      check(e.top_logprobs?.length === 3, `[${i}] 3 top_logprobs (${e.top_logprobs?.length})`);
+      const top = e.top_logprobs ?? [];
+      for (let k = 1; k < top.length; k++) check(top[k - 1].logprob >= top[k].logprob, `[${i}] top_logprobs sorted`);
+      check(top.reduce((s, t) => s + Math.exp(t.logprob), 0) <= 1 + 1e-4, `[${i}] top probabilities sum to at most 1`);
+      // Greedy decoding picks the most probable token.
+      check(top[0]?.token === e.token && Math.abs(top[0].logprob - e.logprob) < 1e-5,
+        `[${i}] greedy token ${JSON.stringify(e.token)} is the top one ${JSON.stringify(top[0]?.token)}`);
+    }
+    check(Buffer.from(bytes).toString('utf8') === c.message.content,
+      `the tokens' bytes spell the content ${JSON.stringify(c.message.content)}`);
+  });
+
+  await testCase('chat logprobs under response_format', async () => {
+    // The values are taken after the constraint: a JSON object's first token is whitespace or
+    // starts with '{', so every listed alternative is one of those.
+    const r = await client.chat.completions.create({
+      model, messages: question, max_tokens: 1, logprobs: true, top_logprobs: 5, response_format: { type: 'json_object' },
+    });
+    const first = r.choices[0].logprobs?.content?.[0];
+    check(first && first.top_logprobs.length >= 1, 'the first token has top_logprobs');
+    for (const t of first?.top_logprobs ?? []) {
+      const text = Buffer.from(t.bytes).toString('utf8');
+      check(/^\s*(\{[^]*)?$/.test(text) && text.length > 0, `alternative ${JSON.stringify(text)} may start a JSON object`);
+    }
+    // Fewer alternatives than asked for: the rest are excluded, and the listed ones hold it all.
+    const listed = first?.top_logprobs ?? [];
+    if (listed.length < 5) {
+      const mass = listed.reduce((sum, t) => sum + Math.exp(t.logprob), 0);
+      check(Math.abs(mass - 1) < 1e-3, `the ${listed.length} allowed alternatives hold all the probability (${mass})`);
+    }
+    console.log(`  first-token alternatives: ${JSON.stringify((first?.top_logprobs ?? []).map((t) => [t.token, t.logprob]))}`);
+  });
+
+  await testCase('completion logprobs 2', async () => {
+    const prompt = 'The quick brown fox';
+    const r = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 2 });
+    const c = r.choices[0];
+    const lp = c.logprobs;
+    check(lp && Array.isArray(lp.tokens), 'choices[0].logprobs.tokens is an array');
+    if (!lp || !Array.isArray(lp.tokens)) return;
+    const n = r.usage.completion_tokens;
+    check(lp.tokens.length === n && lp.token_logprobs.length === n && lp.top_logprobs.length === n && lp.text_offset.length === n,
+      `tokens, token_logprobs, top_logprobs, text_offset have one entry per token (${n})`);
+    // Random weights favour single-byte tokens, which are not UTF-8 on their own: their text is
+    // U+FFFD, so two of them can share a key in a top_logprobs object. Where the two keys are
+    // distinct, the greedy token is the more probable one.
+    check(lp.text_offset[0] === 0, `text_offset starts at 0 (${lp.text_offset[0]})`);
+    let distinct = 0;
+    for (let i = 0; i < lp.tokens.length; i++) {
+      check(lp.token_logprobs[i] <= 0, `[${i}] token_logprob ${lp.token_logprobs[i]} <= 0`);
+      const top = Object.entries(lp.top_logprobs[i] ?? {});
+      check(top.length >= 1 && top.length <= 2, `[${i}] 1 or 2 top_logprobs (${top.length})`);
+      check(lp.tokens[i] in (lp.top_logprobs[i] ?? {}), `[${i}] the greedy token ${JSON.stringify(lp.tokens[i])} is among the top ones`);
+      if (top.length === 2) {
+        distinct++;
+        check(Math.abs(Math.max(...top.map(([, v]) => v)) - lp.token_logprobs[i]) < 1e-5, `[${i}] greedy token is the most probable`);
+      }
+      if (i > 0) check(lp.text_offset[i] > lp.text_offset[i - 1], `[${i}] text_offset increases`);
+    }
+    check(distinct > 0, 'some position has two distinct top tokens');
+  });
+
   await testCase('n = 2', async () => {
     const r = await client.chat.completions.create({ model, messages: question, max_tokens: 16, seed: 11, temperature: 1, n: 2 });
     check(r.choices.length === 2, `two choices (${r.choices.length})`);
