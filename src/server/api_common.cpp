@@ -213,6 +213,10 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
   sp.top_k = static_cast<int>(top_k);
   sp.repeat_last_n = static_cast<int>(repeat_last_n);
   sp.n_probs = static_cast<int>(n_probs);
+  if (n_probs > 0) {  // llama.cpp's top_logprobs: the model's distribution
+    sp.logprobs = true;
+    sp.top_logprobs = static_cast<int>(n_probs);
+  }
   sp.seed = seed < 0 ? std::random_device{}() : static_cast<uint64_t>(seed);
   return std::nullopt;
 }
@@ -298,19 +302,35 @@ json timings_json(const GenStats& s) {
           {"predicted_per_second", per_s(std::max(0, s.n_generated - 1), s.predicted_ms)}};
 }
 
+static json token_bytes_json(const std::string& t) {
+  json b = json::array();
+  for (unsigned char c : t) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// llama.cpp's completion_probabilities entry: the model's log-probabilities (`logprob`,
+// `top_logprobs`, from the sampler's logprobs, see runtime/sampler.h) and the sampling chain's
+// final probabilities (`prob`, `top_probs`, what llama.cpp reports with post_sampling_probs).
 static json probs_json(const ServerContext& ctx, const GenEvent& ev) {
-  json top = json::array();
+  json top = json::array(), top_lp = json::array();
   double chosen = -1;
   for (const TokenProb& p : ev.probs) {
-    top.push_back({{"id", p.token},
-                   {"token", utf8_sanitize(ctx.codec->token_bytes(p.token))},
-                   {"prob", p.prob},
+    const std::string t = ctx.codec->token_bytes(p.token);
+    top.push_back({{"id", p.token}, {"token", utf8_sanitize(t)}, {"bytes", token_bytes_json(t)}, {"prob", p.prob},
                    {"logprob", p.prob > 0 ? std::log(p.prob) : -1e30}});
     if (p.token == ev.token) chosen = p.prob;
   }
+  for (const TokenProb& p : ev.top_logprobs) {
+    const std::string t = ctx.codec->token_bytes(p.token);
+    top_lp.push_back({{"id", p.token}, {"token", utf8_sanitize(t)}, {"bytes", token_bytes_json(t)}, {"logprob", p.prob}});
+  }
+  const std::string t = ctx.codec->token_bytes(ev.token);
   return {{"id", ev.token},
-          {"token", utf8_sanitize(ctx.codec->token_bytes(ev.token))},
-          {"logprob", chosen > 0 ? json(std::log(chosen)) : json(nullptr)},
+          {"token", utf8_sanitize(t)},
+          {"bytes", token_bytes_json(t)},
+          {"logprob", ev.logprob},
+          {"prob", chosen > 0 ? json(chosen) : json(0.0)},
+          {"top_logprobs", top_lp},
           {"top_probs", top}};
 }
 

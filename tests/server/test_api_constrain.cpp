@@ -314,5 +314,18 @@ TEST_F(ApiConstrain, CompletionLogprobs) {
   EXPECT_TRUE(none["choices"][0]["logprobs"].is_null());
 }
 
+// /completion n_probs: llama.cpp's fields, the model's top_logprobs and the sampling chain's
+// top_probs; under a two-token grammar the model's distribution has exactly two tokens.
+TEST_F(ApiConstrain, CompletionNProbsFields) {
+  json j = post("/completion", {{"prompt", "q"}, {"n_predict", 1}, {"n_probs", 4}, {"grammar", "root ::= \"x\" | \"y\""}});
+  const json& p = j["completion_probabilities"][0];
+  for (const char* k : {"id", "token", "bytes", "logprob", "prob", "top_logprobs", "top_probs"}) EXPECT_TRUE(p.contains(k)) << k;
+  ASSERT_EQ(p["top_logprobs"].size(), 2u) << j;
+  double mass = 0;
+  for (const json& t : p["top_logprobs"]) mass += std::exp(t["logprob"].get<double>());
+  EXPECT_NEAR(mass, 1.0, 1e-5);
+  EXPECT_EQ(p["bytes"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace ds::test
