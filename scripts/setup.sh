@@ -3,16 +3,19 @@
 # missing is installed). Needs root (or sudo) the first time.
 set -euo pipefail
 
+# nodejs, npm: the OpenAI JS SDK test (tests/sdk) installs the `openai` package with npm.
 # ocl-icd-opencl-dev: Debian's oneDNN CMake package config calls find_package(OpenCL REQUIRED)
 # (its GPU runtime is OpenCL), but libdnnl-dev only recommends it, and recommends are not installed.
 packages=(build-essential cmake ninja-build pkg-config git
           nlohmann-json3-dev libspdlog-dev libdnnl-dev ocl-icd-opencl-dev libhwloc-dev
           libpcre2-dev libicu-dev libsystemd-dev libgtest-dev libgmock-dev libbenchmark-dev
           clang libclang-rt-dev curl python3
-          systemd numactl nginx-light)
+          systemd numactl nginx-light nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
+  # NodeSource's nodejs package carries npm itself and conflicts with Debian's npm.
+  if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
