@@ -133,27 +133,16 @@ static std::optional<ApiError> parse_stop(const json& j, std::vector<std::string
   return std::nullopt;
 }
 
-// logit_bias: llama.cpp's [[id, bias], [id, false], ...] or OpenAI's {"id": bias}.
-static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, SamplingParams* sp) {
+// logit_bias: llama.cpp's [[id|"text", bias|false], ...] or OpenAI's {"id": bias}; a key or
+// first element that is not a token id is text: it is tokenized and the bias applies to each
+// of its tokens.
+static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& codec, SamplingParams* sp) {
   auto it = j.find("logit_bias");
   if (it == j.end() || it->is_null()) return std::nullopt;
-  const std::string expected =
-      "[[token_id, bias|false], ...] or {\"token_id\": bias} with ids below " + std::to_string(n_vocab);
+  const int32_t n_vocab = codec.n_vocab();
+  const std::string expected = "[[token_id or \"text\", bias|false], ...] or {\"token_id or text\": bias} with ids below " +
+                               std::to_string(n_vocab);
   auto add = [&](const json& id, const json& bias) -> bool {
-    int64_t tok = -1;
-    if (id.is_number_integer())
-      tok = id.get<int64_t>();
-    else if (id.is_string()) {
-      try {
-        size_t used = 0;
-        tok = std::stoll(id.get<std::string>(), &used);
-        if (used != id.get<std::string>().size()) return false;
-      } catch (...) {
-        return false;
-      }
-    } else
-      return false;
-    if (tok < 0 || tok >= n_vocab) return false;
     float b;
     if (bias.is_boolean() && !bias.get<bool>())
       b = -INFINITY;
@@ -161,7 +150,33 @@ static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, 
       b = bias.get<float>();
     else
       return false;
-    sp->logit_bias.push_back({static_cast<int32_t>(tok), b});
+    std::vector<int64_t> toks;
+    if (id.is_number_integer()) {
+      toks.push_back(id.get<int64_t>());
+    } else if (id.is_string()) {
+      const std::string& s = id.get_ref<const std::string&>();
+      int64_t tok = -1;
+      try {
+        size_t used = 0;
+        tok = std::stoll(s, &used);
+        if (used != s.size()) tok = -1;
+      } catch (...) {
+        tok = -1;
+      }
+      if (tok >= 0) {
+        toks.push_back(tok);
+      } else {
+        auto ids = codec.encode(s, false, false);
+        if (!ids.is_ok() || ids->empty()) return false;
+        toks.assign(ids->begin(), ids->end());
+      }
+    } else {
+      return false;
+    }
+    for (int64_t tok : toks) {
+      if (tok < 0 || tok >= n_vocab) return false;
+      sp->logit_bias.push_back({static_cast<int32_t>(tok), b});
+    }
     return true;
   };
   if (it->is_object()) {
@@ -179,7 +194,8 @@ static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, 
 
 std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r) {
   SamplingParams& sp = r->gen.sampling;
-  int64_t n_predict = -1, top_k = sp.top_k, repeat_last_n = sp.repeat_last_n, n_probs = 0;
+  sp = ctx.opts.sampling;  // server-wide defaults (--temp, --top-k, ...)
+  int64_t n_predict = ctx.opts.n_predict, top_k = sp.top_k, repeat_last_n = sp.repeat_last_n, n_probs = 0;
   int64_t seed = -1;
   std::optional<ApiError> e;
   const int64_t kMaxInt = std::numeric_limits<int32_t>::max();
@@ -202,7 +218,7 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
   if ((e = get_bool(j, "return_tokens", &r->return_tokens))) return e;
   if ((e = get_bool(j, "timings_per_token", &r->timings_per_token))) return e;
   if ((e = parse_stop(j, &r->stop))) return e;
-  if ((e = parse_logit_bias(j, ctx.codec->n_vocab(), &sp))) return e;
+  if ((e = parse_logit_bias(j, *ctx.codec, &sp))) return e;
   int64_t mirostat = 0;
   if ((e = get_int(j, "mirostat", 0, 2, &mirostat))) return e;
   if (mirostat != 0) {
@@ -212,7 +228,10 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
   sp.top_k = static_cast<int>(top_k);
   sp.repeat_last_n = static_cast<int>(repeat_last_n);
   sp.n_probs = static_cast<int>(n_probs);
-  sp.seed = seed < 0 ? std::random_device{}() : static_cast<uint64_t>(seed);
+  if (seed >= 0)
+    sp.seed = static_cast<uint64_t>(seed);
+  else if (ctx.opts.random_seed)
+    sp.seed = std::random_device{}();
   return std::nullopt;
 }
 
@@ -287,7 +306,8 @@ std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_pt
 json timings_json(const GenStats& s) {
   const int prompt_n = s.n_prompt - s.n_cached;
   auto per_s = [](double n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
-  return {{"prompt_n", prompt_n},
+  return {{"cache_n", s.n_cached},
+          {"prompt_n", prompt_n},
           {"prompt_ms", s.prompt_ms},
           {"prompt_per_token_ms", prompt_n ? s.prompt_ms / prompt_n : 0.0},
           {"prompt_per_second", per_s(prompt_n, s.prompt_ms)},

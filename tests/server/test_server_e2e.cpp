@@ -195,10 +195,12 @@ TEST_F(ServerE2E, OpenAiRoutes) {
   EXPECT_EQ(ev[0]["choices"][0]["delta"]["role"], "assistant");
   std::string reasoning;
   for (const json& e : ev) {
+    if (e["choices"].empty()) continue;  // the usage chunk
     if (e["choices"][0]["delta"].contains("reasoning_content"))
       reasoning += e["choices"][0]["delta"]["reasoning_content"];
   }
   EXPECT_EQ(reasoning, ch["choices"][0]["message"]["reasoning_content"]);
+  EXPECT_EQ(ev.back()["choices"], json::array());  // the usage comes in a chunk of its own
   EXPECT_EQ(ev.back()["usage"]["completion_tokens"], ch["usage"]["completion_tokens"]);
   json models = json::parse(raw_request(port(), "GET", "/v1/models", "").body);
   EXPECT_EQ(models["data"][0]["id"], "tiny-llama-Q4_K_M.gguf");
