@@ -133,16 +133,16 @@ static std::optional<ApiError> parse_stop(const json& j, std::vector<std::string
   return std::nullopt;
 }
 
-// logit_bias: llama.cpp's [[id|"text", bias|false], ...] or OpenAI's {"id": bias}; a key or
-// first element that is not a token id is text: it is tokenized and the bias applies to each
-// of its tokens.
+// logit_bias: llama.cpp's [[id|"text", bias|false], ...] or OpenAI's {"id": bias}. Text (a
+// string in the array form, a key that is not a number in the object form) is tokenized and
+// the bias applies to each of its tokens.
 static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& codec, SamplingParams* sp) {
   auto it = j.find("logit_bias");
   if (it == j.end() || it->is_null()) return std::nullopt;
   const int32_t n_vocab = codec.n_vocab();
   const std::string expected = "[[token_id or \"text\", bias|false], ...] or {\"token_id or text\": bias} with ids below " +
                                std::to_string(n_vocab);
-  auto add = [&](const json& id, const json& bias) -> bool {
+  auto add = [&](const json& id, const json& bias, bool numeric_key) -> bool {
     float b;
     if (bias.is_boolean() && !bias.get<bool>())
       b = -INFINITY;
@@ -158,7 +158,7 @@ static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& 
       int64_t tok = -1;
       try {
         size_t used = 0;
-        tok = std::stoll(s, &used);
+        if (numeric_key) tok = std::stoll(s, &used);
         if (used != s.size()) tok = -1;
       } catch (...) {
         tok = -1;
@@ -181,10 +181,10 @@ static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& 
   };
   if (it->is_object()) {
     for (auto& [k, v] : it->items())
-      if (!add(json(k), v)) return field_error("logit_bias", expected, *it);
+      if (!add(json(k), v, true)) return field_error("logit_bias", expected, *it);
   } else if (it->is_array()) {
     for (const auto& e : *it) {
-      if (!e.is_array() || e.size() != 2 || !add(e[0], e[1])) return field_error("logit_bias", expected, *it);
+      if (!e.is_array() || e.size() != 2 || !add(e[0], e[1], false)) return field_error("logit_bias", expected, *it);
     }
   } else {
     return field_error("logit_bias", expected, *it);

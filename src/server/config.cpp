@@ -272,8 +272,12 @@ Status load_config_file(const std::string& path, ServerConfig* cfg) {
       v = value.get<std::string>();
     else if (value.is_number_integer())
       v = std::to_string(value.get<int64_t>());
+    else if (value.is_number_float() && *o->arg)  // "temp": 0.7
+      v = value.dump();
     else if (value.is_boolean() && !*o->arg)
       v = value.get<bool>() ? "true" : "false";
+    else if (value.is_boolean() && o->arg[0] == '[')  // "flash-attn": true
+      v = value.get<bool>() ? "on" : "off";
     else
       return Status::error("config file " + path + ": \"" + key + "\" has the wrong type");
     if (!*o->arg && v != "true" && v != "false") {

@@ -262,6 +262,10 @@ TEST_F(ApiCompat, LogitBiasKeyedByTextAppliesToEachOfItsTokens) {
   EXPECT_EQ(j["generation_settings"]["logit_bias"], json::parse("[[104, 3.0], [105, 3.0]]"));
   j = post("/completion", {{"prompt", "bias"}, {"n_predict", 1}, {"logit_bias", {{"104", 1.5}}}});
   EXPECT_EQ(j["generation_settings"]["logit_bias"], json::parse("[[104, 1.5]]"));
+  // In the array form a string is always text: "7" is the byte '7' (id 55), not id 7.
+  j = post("/completion",
+           {{"prompt", "bias"}, {"n_predict", 1}, {"logit_bias", json::array({json::array({"7", 1.0})})}});
+  EXPECT_EQ(j["generation_settings"]["logit_bias"], json::parse("[[55, 1.0]]"));
 }
 
 TEST_F(ApiCompat, InfillIsOutOfScopeAndNoSlotsAnswers501) {

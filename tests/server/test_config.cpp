@@ -84,6 +84,13 @@ TEST(Config, FileThenFlagsOverride) {
   auto b = parse_server_args({"--config", dir + "/bad.json"});
   ASSERT_FALSE(b.is_ok());
   EXPECT_NE(b.message().find("ctx-size"), std::string::npos);
+  std::ofstream(dir + "/llama.json") << R"({"model": "a.gguf", "flash-attn": true, "jinja": true, "temp": 0.3, "top-p": "0.5"})";
+  auto l = parse_server_args({"--config", dir + "/llama.json"});
+  ASSERT_TRUE(l.is_ok()) << l.message();
+  EXPECT_FLOAT_EQ(l->config.temperature, 0.3f);
+  EXPECT_FLOAT_EQ(l->config.top_p, 0.5f);
+  std::ofstream(dir + "/float.json") << R"({"model": "a.gguf", "port": 80.5})";
+  EXPECT_NE(parse_server_args({"--config", dir + "/float.json"}).message().find("--port"), std::string::npos);
   std::ofstream(dir + "/unknown.json") << R"({"model": "a.gguf", "colour": 1})";
   EXPECT_NE(parse_server_args({"--config", dir + "/unknown.json"}).message().find("colour"), std::string::npos);
   EXPECT_FALSE(parse_server_args({"--config", dir + "/missing.json"}).is_ok());
