@@ -151,15 +151,19 @@ bool Scheduler::admit(Req& r) {
   const int n_full = static_cast<int>(ids.size()) * bs;
   int32_t partial_src = -1;
   uint64_t partial_hash = 0;
-  const int n_partial =
+  int n_partial =
       cache_ && r.use_cache
           ? cache_->acquire_partial(hashes.empty() ? 0 : hashes.back(), std::span<const int32_t>(r.tokens).subspan(n_full),
                                     n - 1 - n_full, &partial_src, &partial_hash)
           : 0;
   auto release_partial = [&] {
     if (n_partial > 0) cache_->release(std::span<const uint64_t>(&partial_hash, 1));
+    n_partial = 0;
   };
   const int need = blocks_for(n + 1) - static_cast<int>(ids.size());
+  // Holding the partial block keeps it from eviction; when that is what leaves too little
+  // room, admit without it rather than wait.
+  if (n_partial > 0 && blocks_available() < need) release_partial();
   if (blocks_available() < need) {
     if (cache_) cache_->release(hashes);
     release_partial();

@@ -243,6 +243,22 @@ TEST(Scheduler, RepeatedPromptReusesEveryTokenButTheLast) {
   EXPECT_EQ(d.out[4], solo(a));
 }
 
+TEST(Scheduler, PartialBlockIsGivenUpWhenOnlyItsEvictionMakesRoom) {
+  // 3 blocks: after a 32-token prompt both its blocks are cached and one is free. The same
+  // prompt again needs 2 blocks besides the shared first one: copying the second cached
+  // block would leave no room, so it is evicted instead and 16 tokens come from the cache.
+  Driver d(3, 16, {.n_slots = 1, .batch_tokens = 64, .max_queue = 8, .n_ctx = 64});
+  std::mt19937 rng(11);
+  Job a{random_tokens(rng, 32), 1};
+  d.submit(1, a);
+  d.run();
+  EXPECT_EQ(d.sched.n_cache_blocks(), 2);
+  d.submit(2, a);
+  d.run();
+  EXPECT_EQ(d.cached[2], 16);
+  EXPECT_EQ(d.out[2], solo(a));
+}
+
 TEST(Scheduler, PrefixCacheEvictsLeastRecentlyUsed) {
   Driver d(12, 16, {.n_slots = 1, .batch_tokens = 64, .max_queue = 8, .n_ctx = 512});
   std::mt19937 rng(5);
