@@ -70,10 +70,9 @@ int PrefixCache::acquire_partial(uint64_t parent, std::span<const int32_t> token
   for (auto it = lo; it != hi; ++it) {
     const Entry& e = map_.at(it->second);
     const size_t n = std::min(limit, e.tokens.size());
-    const size_t same = std::mismatch(e.tokens.begin(), e.tokens.begin() + static_cast<std::ptrdiff_t>(n),
-                                      tokens.begin())
-                            .first -
-                        e.tokens.begin();
+    const size_t same =
+        std::mismatch(e.tokens.begin(), e.tokens.begin() + static_cast<std::ptrdiff_t>(n), tokens.begin()).first -
+        e.tokens.begin();
     if (same > best) best = same, best_hash = it->second;
   }
   if (best == 0) return 0;

@@ -151,11 +151,10 @@ bool Scheduler::admit(Req& r) {
   const int n_full = static_cast<int>(ids.size()) * bs;
   int32_t partial_src = -1;
   uint64_t partial_hash = 0;
-  int n_partial =
-      cache_ && r.use_cache
-          ? cache_->acquire_partial(hashes.empty() ? 0 : hashes.back(), std::span<const int32_t>(r.tokens).subspan(n_full),
-                                    n - 1 - n_full, &partial_src, &partial_hash)
-          : 0;
+  int n_partial = cache_ && r.use_cache ? cache_->acquire_partial(hashes.empty() ? 0 : hashes.back(),
+                                                                  std::span<const int32_t>(r.tokens).subspan(n_full),
+                                                                  n - 1 - n_full, &partial_src, &partial_hash)
+                                        : 0;
   auto release_partial = [&] {
     if (n_partial > 0) cache_->release(std::span<const uint64_t>(&partial_hash, 1));
     n_partial = 0;

@@ -140,8 +140,9 @@ static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& 
   auto it = j.find("logit_bias");
   if (it == j.end() || it->is_null()) return std::nullopt;
   const int32_t n_vocab = codec.n_vocab();
-  const std::string expected = "[[token_id or \"text\", bias|false], ...] or {\"token_id or text\": bias} with ids below " +
-                               std::to_string(n_vocab);
+  const std::string expected =
+      "[[token_id or \"text\", bias|false], ...] or {\"token_id or text\": bias} with ids below " +
+      std::to_string(n_vocab);
   auto add = [&](const json& id, const json& bias, bool numeric_key) -> bool {
     float b;
     if (bias.is_boolean() && !bias.get<bool>())

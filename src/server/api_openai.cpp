@@ -296,9 +296,9 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
   call.created = unix_now();
-  call.output = std::make_shared<ChatOutput>(ctx.opts.reasoning_in_content ? nullptr : ctx.codec->reasoning_filter(text),
-                                             call.chat->format,
-                                             call.chat->parallel_tool_calls);
+  call.output =
+      std::make_shared<ChatOutput>(ctx.opts.reasoning_in_content ? nullptr : ctx.codec->reasoning_filter(text),
+                                   call.chat->format, call.chat->parallel_tool_calls);
   if (!call.req->stream) return chat_response(ctx, call, req);
   HttpResponse resp;
   resp.content_type = "text/event-stream";

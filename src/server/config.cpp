@@ -25,12 +25,13 @@ struct Option {
 // llama-server's other spellings of the options below: flag -> option name.
 const std::vector<std::pair<const char*, const char*>>& aliases() {
   static const std::vector<std::pair<const char*, const char*>> a = {
-      {"-m", "model"},          {"-a", "alias"},           {"-c", "ctx-size"},      {"-np", "parallel"},
-      {"-t", "threads"},        {"-b", "batch-size"},      {"-ub", "ubatch-size"},  {"-ctk", "cache-type-k"},
-      {"-ctv", "cache-type-v"}, {"-fa", "flash-attn"},     {"-n", "n-predict"},     {"--predict", "n-predict"},
+      {"-m", "model"},          {"-a", "alias"},           {"-c", "ctx-size"},
+      {"-np", "parallel"},      {"-t", "threads"},         {"-b", "batch-size"},
+      {"-ub", "ubatch-size"},   {"-ctk", "cache-type-k"},  {"-ctv", "cache-type-v"},
+      {"-fa", "flash-attn"},    {"-n", "n-predict"},       {"--predict", "n-predict"},
       {"-cb", "cont-batching"}, {"-ngl", "n-gpu-layers"},  {"--gpu-layers", "n-gpu-layers"},
-      {"-sm", "split-mode"},    {"-ts", "tensor-split"},   {"-mg", "main-gpu"},     {"-dev", "device"},
-      {"-nkvo", "no-kv-offload"}};
+      {"-sm", "split-mode"},    {"-ts", "tensor-split"},   {"-mg", "main-gpu"},
+      {"-dev", "device"},       {"-nkvo", "no-kv-offload"}};
   return a;
 }
 
@@ -254,7 +255,7 @@ const Option* find_option(std::string key) {
 
 }  // namespace
 
-Status load_config_file(const std::string& path, ServerConfig* cfg) {
+Status load_config_file(const std::string& path, ServerConfig* cfg, std::vector<std::string>* notices) {
   std::ifstream f(path);
   if (!f) return Status::error("cannot read the config file " + path);
   nlohmann::json j;
@@ -282,6 +283,10 @@ Status load_config_file(const std::string& path, ServerConfig* cfg) {
       return Status::error("config file " + path + ": \"" + key + "\" has the wrong type");
     if (!*o->arg && v != "true" && v != "false") {
       return Status::error("config file " + path + ": \"" + key + "\" must be true or false");
+    }
+    if (o->gpu_only && notices) {
+      notices->push_back("config file " + path + ": \"" + key +
+                         "\" only applies to GPUs; ds-server runs on the CPU and ignores it");
     }
     if (!*o->arg && v == "false") continue;
     if (Status s = o->set(*cfg, *o->arg ? v : "true"); !s)
@@ -318,7 +323,7 @@ Result<ParsedArgs> parse_server_args(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--config") {
       if (i + 1 >= args.size()) return Status::error("--config needs a file name");
-      DS_RETURN_IF_ERROR(load_config_file(args[i + 1], &out.config));
+      DS_RETURN_IF_ERROR(load_config_file(args[i + 1], &out.config, &out.notices));
     }
   }
   for (size_t i = 0; i < args.size(); ++i) {

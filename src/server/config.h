@@ -36,11 +36,11 @@ struct ServerConfig {
   // llama-server compatibility. ctx_size above is the per-sequence context that the engine
   // gets; it is set by --ctx-per-seq, or derived from --ctx-size (the total over all slots,
   // as in llama-server) divided by --parallel.
-  int ctx_total = 0;        // --ctx-size / -c; 0: not given
-  int ctx_per_seq = 0;      // --ctx-per-seq; 0: not given
-  int ubatch = 0;           // --ubatch-size / -ub; 0: not given
+  int ctx_total = 0;                       // --ctx-size / -c; 0: not given
+  int ctx_per_seq = 0;                     // --ctx-per-seq; 0: not given
+  int ubatch = 0;                          // --ubatch-size / -ub; 0: not given
   std::string cache_type_k, cache_type_v;  // -ctk / -ctv
-  float temperature = -1e30f;  // server-wide sampling defaults; the sentinel: not given
+  float temperature = -1e30f;              // server-wide sampling defaults; the sentinel: not given
   int top_k = -2;
   float top_p = -1, min_p = -1;
   int64_t seed = -2;
@@ -60,7 +60,8 @@ struct ParsedArgs {
 };
 
 Result<ParsedArgs> parse_server_args(const std::vector<std::string>& args);
-Status load_config_file(const std::string& path, ServerConfig* cfg);
+// notices (optional): a line for each accepted key that has no effect here (GPU-only options).
+Status load_config_file(const std::string& path, ServerConfig* cfg, std::vector<std::string>* notices = nullptr);
 std::string help_text();
 
 }  // namespace ds

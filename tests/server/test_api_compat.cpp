@@ -122,10 +122,11 @@ TEST_F(ApiCompat, CorsPreflightNeedsNoKeyAndEveryResponseHasTheHeaders) {
   EXPECT_FALSE(header(call("GET", "/nope"), "Access-Control-Allow-Methods").empty());
   // --cors-origins restricts: listed origins are echoed, others get no Allow-Origin.
   ctx_->opts.cors_origins = "https://a.example, https://b.example";
-  EXPECT_EQ(header(call("OPTIONS", "/completion", "", {{"origin", "https://b.example"}}), "Access-Control-Allow-Origin"),
-            "https://b.example");
-  EXPECT_EQ(header(call("OPTIONS", "/completion", "", {{"origin", "https://c.example"}}), "Access-Control-Allow-Origin"),
-            "");
+  EXPECT_EQ(
+      header(call("OPTIONS", "/completion", "", {{"origin", "https://b.example"}}), "Access-Control-Allow-Origin"),
+      "https://b.example");
+  EXPECT_EQ(
+      header(call("OPTIONS", "/completion", "", {{"origin", "https://c.example"}}), "Access-Control-Allow-Origin"), "");
   EXPECT_EQ(header(call("GET", "/health", "", {{"origin", "https://evil.example"}}), "Access-Control-Allow-Origin"),
             "");
 }

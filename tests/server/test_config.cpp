@@ -84,11 +84,18 @@ TEST(Config, FileThenFlagsOverride) {
   auto b = parse_server_args({"--config", dir + "/bad.json"});
   ASSERT_FALSE(b.is_ok());
   EXPECT_NE(b.message().find("ctx-size"), std::string::npos);
-  std::ofstream(dir + "/llama.json") << R"({"model": "a.gguf", "flash-attn": true, "jinja": true, "temp": 0.3, "top-p": "0.5"})";
+  std::ofstream(dir + "/llama.json")
+      << R"({"model": "a.gguf", "flash-attn": true, "jinja": true, "temp": 0.3, "top-p": "0.5"})";
   auto l = parse_server_args({"--config", dir + "/llama.json"});
   ASSERT_TRUE(l.is_ok()) << l.message();
   EXPECT_FLOAT_EQ(l->config.temperature, 0.3f);
   EXPECT_FLOAT_EQ(l->config.top_p, 0.5f);
+  EXPECT_TRUE(l->notices.empty());
+  std::ofstream(dir + "/gpu.json") << R"({"model": "a.gguf", "n-gpu-layers": 99})";
+  auto g = parse_server_args({"--config", dir + "/gpu.json"});
+  ASSERT_TRUE(g.is_ok()) << g.message();
+  ASSERT_EQ(g->notices.size(), 1u);
+  EXPECT_NE(g->notices[0].find("n-gpu-layers"), std::string::npos);
   std::ofstream(dir + "/float.json") << R"({"model": "a.gguf", "port": 80.5})";
   EXPECT_NE(parse_server_args({"--config", dir + "/float.json"}).message().find("--port"), std::string::npos);
   std::ofstream(dir + "/unknown.json") << R"({"model": "a.gguf", "colour": 1})";
@@ -197,8 +204,8 @@ TEST(Config, ContextTotalOrPerSequence) {
 }
 
 TEST(Config, GpuFlagsAreAcceptedWithANoticeUnknownOnesAreErrors) {
-  auto r = parse_server_args({"-m", "m", "-ngl", "99", "-sm", "row", "-ts", "1,1", "-mg", "0", "--n-gpu-layers", "5",
-                              "-nkvo"});
+  auto r = parse_server_args(
+      {"-m", "m", "-ngl", "99", "-sm", "row", "-ts", "1,1", "-mg", "0", "--n-gpu-layers", "5", "-nkvo"});
   ASSERT_TRUE(r.is_ok()) << r.message();
   ASSERT_EQ(r->notices.size(), 6u);
   EXPECT_NE(r->notices[0].find("--n-gpu-layers"), std::string::npos);
@@ -220,12 +227,35 @@ TEST(Config, GpuFlagsAreAcceptedWithANoticeUnknownOnesAreErrors) {
 
 TEST(Config, HelpShowsBothSpellingsAndTheContextDifference) {
   const std::string h = help_text();
-  for (const char* o : {"-c, --ctx-size", "--ctx-per-seq", "-np, --parallel", "-t, --threads", "-b, --batch-size",
-                        "-ub, --ubatch-size", "-ctk, --cache-type-k", "-ctv, --cache-type-v", "-fa, --flash-attn",
-                        "--temp", "--top-k", "--top-p", "--min-p", "--seed", "-n, --predict, --n-predict", "--jinja",
-                        "--chat-template-file", "--reasoning-format", "--metrics", "--no-slots", "--cont-batching",
-                        "--no-webui", "-a, --alias", "--api-key-file", "--cors-origins", "-ngl, --gpu-layers, --n-gpu-layers",
-                        "-sm, --split-mode", "-m, --model", "TOTAL"}) {
+  for (const char* o : {"-c, --ctx-size",
+                        "--ctx-per-seq",
+                        "-np, --parallel",
+                        "-t, --threads",
+                        "-b, --batch-size",
+                        "-ub, --ubatch-size",
+                        "-ctk, --cache-type-k",
+                        "-ctv, --cache-type-v",
+                        "-fa, --flash-attn",
+                        "--temp",
+                        "--top-k",
+                        "--top-p",
+                        "--min-p",
+                        "--seed",
+                        "-n, --predict, --n-predict",
+                        "--jinja",
+                        "--chat-template-file",
+                        "--reasoning-format",
+                        "--metrics",
+                        "--no-slots",
+                        "--cont-batching",
+                        "--no-webui",
+                        "-a, --alias",
+                        "--api-key-file",
+                        "--cors-origins",
+                        "-ngl, --gpu-layers, --n-gpu-layers",
+                        "-sm, --split-mode",
+                        "-m, --model",
+                        "TOTAL"}) {
     EXPECT_NE(h.find(o), std::string::npos) << o;
   }
 }

@@ -413,9 +413,32 @@ TEST(ServerE2EAlone, ApiKeyAndSigtermDuringAStream) {
 TEST(ServerE2EAlone, LlamaServerCommandLine) {
   ServerProcess s;
   const std::string tmpl = shared_path("chat/templates/deepseek-ai-DeepSeek-V3.1.jinja");
-  ASSERT_TRUE(s.start({"-m", model_path("tiny-llama-Q4_K_M.gguf"), "-c", "1024", "-np", "2", "-t", "2", "-b", "64",
-                       "-ngl", "99", "-fa", "on", "--jinja", "--chat-template-file", tmpl, "--temp", "0", "-n", "5",
-                       "--api-key", "k3y", "--metrics", "--cont-batching", "--no-webui"}));
+  ASSERT_TRUE(s.start({"-m",
+                       model_path("tiny-llama-Q4_K_M.gguf"),
+                       "-c",
+                       "1024",
+                       "-np",
+                       "2",
+                       "-t",
+                       "2",
+                       "-b",
+                       "64",
+                       "-ngl",
+                       "99",
+                       "-fa",
+                       "on",
+                       "--jinja",
+                       "--chat-template-file",
+                       tmpl,
+                       "--temp",
+                       "0",
+                       "-n",
+                       "5",
+                       "--api-key",
+                       "k3y",
+                       "--metrics",
+                       "--cont-batching",
+                       "--no-webui"}));
   EXPECT_NE(s.log().find("--n-gpu-layers only applies to GPUs"), std::string::npos) << s.log();
   const std::vector<std::string> key = {"Authorization: Bearer k3y"};
   RawResponse p = raw_request(s.port(), "GET", "/props", "", key);
