@@ -16,7 +16,7 @@ threads=${THREADS:-0}
 log=$(mktemp /tmp/ds-bench.XXXXXX.log)
 
 start_server "$log" --model "$model" --parallel "$streams" --threads "$threads" \
-  --ctx-size $((n_predict + 256)) "$@"
+  --ctx-per-seq $((n_predict + 256)) "$@"
 
 python3 - "$port" "$n_predict" "$streams" <<'PY'
 import json, sys, threading, time, urllib.request

@@ -36,7 +36,7 @@ pp_long=$(pp_json "$prompt")
 pp_512=$(pp_json 512)
 
 log=$(mktemp /tmp/ds-ttft.XXXXXX.log)
-start_server "$log" --model "$model" --threads "$threads" --ctx-size $((prompt + 64)) --kv-type "$kv_type" "$@"
+start_server "$log" --model "$model" --threads "$threads" --ctx-per-seq $((prompt + 64)) --kv-type "$kv_type" "$@"
 
 ttft_json=$(python3 - "$port" "$prompt" "$repeats" <<'PY'
 import json, random, statistics, sys, time, urllib.request

@@ -78,6 +78,14 @@ class Engine {
   virtual Status seq_adopt(int32_t seq_id, std::span<const int32_t> block_ids) = 0;
   virtual void block_retain(int32_t block_id) = 0;
   virtual void block_release(int32_t block_id) = 0;
+  // Append to seq's table a fresh block holding a copy of block src_block (all its rows), so
+  // that a prompt matching only the first rows of a cached block reuses them without sharing
+  // the block (the sequence then writes its own rows from there on; a row it has not
+  // computed yet is overwritten before any step reads it). The default cannot copy.
+  virtual Status seq_copy_block(int32_t seq_id, int32_t src_block) {
+    (void)seq_id, (void)src_block;
+    return Status::error("seq_copy_block is not supported by this engine");
+  }
 
   // One forward step over all chunks (total tokens <= max_batch_tokens). Writes logits
   // rows in chunk order: one row per chunk, or one per token for all_logits chunks.

@@ -37,6 +37,9 @@ class EngineImpl final : public Engine {
   Status seq_adopt(int32_t seq_id, std::span<const int32_t> block_ids) override {
     return runner_->kv().adopt(seq_id, block_ids);
   }
+  Status seq_copy_block(int32_t seq_id, int32_t src_block) override {
+    return runner_->kv().copy_block(seq_id, src_block);
+  }
   void block_retain(int32_t block_id) override { runner_->kv().block_retain(block_id); }
   void block_release(int32_t block_id) override { runner_->kv().block_release(block_id); }
 

@@ -165,6 +165,7 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
       a.stats.prompt_ms = ms_between(a.t_start, now);
       a.stats.ttft_ms = ms_between(a.t_submit, now);
       a.stats.n_cached = sched_->view(g.req_id).n_cached;
+      a.stats.id_slot = g.seq_id;
       totals_.tokens_cached += a.stats.n_cached;
       observe_ttft(a.stats.ttft_ms / 1000.0);
     }

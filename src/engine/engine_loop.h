@@ -45,6 +45,7 @@ struct GenStats {
   double prompt_ms = 0;     // first grant -> first token
   double predicted_ms = 0;  // first token -> latest token
   double ttft_ms = 0;       // submit -> first token
+  int id_slot = -1;         // the sequence slot that served the request (-1 before its first token)
 };
 
 struct GenEvent {

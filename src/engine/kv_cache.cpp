@@ -2,6 +2,7 @@
 // a forward step.
 #include "engine/kv_cache.h"
 
+#include <cstring>
 #include <string>
 
 namespace ds {
@@ -57,6 +58,17 @@ Status KvCache::adopt(int32_t seq, std::span<const int32_t> block_ids) {
     pool_->retain(id);
     t.push_back(id);
   }
+  return Status::ok();
+}
+
+Status KvCache::copy_block(int32_t seq, int32_t src) {
+  if (src < 0 || src >= pool_->n_blocks() || pool_->ref_count(src) <= 0) {
+    return Status::error("seq_copy_block: block " + std::to_string(src) + " is not a live block");
+  }
+  std::vector<int32_t> got;
+  if (Status st = pool_->alloc(1, &got); !st) return Status::error("seq_copy_block: " + st.message());
+  std::memcpy(pool_->block_data(got[0]), pool_->block_data(src), pool_->block_bytes());
+  tables_[seq].push_back(got[0]);
   return Status::ok();
 }
 

@@ -27,6 +27,8 @@ class KvCache {
   void release(int32_t seq);
   std::vector<int32_t> blocks(int32_t seq) const;
   Status adopt(int32_t seq, std::span<const int32_t> block_ids);
+  // Appends to seq's table a new block with a copy of block src's bytes.
+  Status copy_block(int32_t seq, int32_t src);
   void block_retain(int32_t id) { pool_->retain(id); }
   void block_release(int32_t id) { pool_->release(id); }
   // Positions covered by seq's table (0 for an unknown sequence).

@@ -162,16 +162,18 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
                          "--chat-template NAME, one of: " +
                          names_list());
   }
-  const std::string& tmpl = *text.value();
+  return from_text(*text.value(), file.path() + ": tokenizer.chat_template", std::move(bos), std::move(eos));
+}
+
+ChatTemplate ChatTemplate::from_text(std::string_view tmpl, std::string_view what, std::string bos, std::string eos) {
   std::string warning;
   auto format = recognize(tmpl);
   if (!format) {
-    warning = file.path() + ": tokenizer.chat_template is not a known chat format; falling back to 'deepseek3' (" +
-              format.message() + ")";
+    warning = std::string(what) + " is not a known chat format; falling back to 'deepseek3' (" + format.message() + ")";
     format = ChatFormat::DEEPSEEK3;
   } else if (!recognize_exact(tmpl)) {
     ChatTemplate named(format.value(), "", "");
-    warning = file.path() + ": tokenizer.chat_template is not one of the published DeepSeek templates; rendering "
+    warning = std::string(what) + " is not one of the published DeepSeek templates; rendering "
               "with the built-in format '" + named.name() + "' that its markers match (choose another with "
               "--chat-template NAME, one of: " + names_list() + ")";
   }

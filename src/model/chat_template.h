@@ -56,6 +56,10 @@ class ChatTemplate {
   // then says so.
   static Result<ChatTemplate> from_gguf(const GgufFile& file, const Tokenizer& tokenizer,
                                         std::string_view override_name = "");
+  // A Jinja template's text (what: where it came from, for the warning), recognized as
+  // from_gguf recognizes the file's template, with the same fallback and warning.
+  static ChatTemplate from_text(std::string_view tmpl, std::string_view what, std::string bos_text,
+                                std::string eos_text);
   // The built-in format for a file without tokenizer.chat_template, by general.architecture:
   // "deepseek2" for deepseek (DeepSeek-MoE 16B chat uses the deepseek-llm format),
   // "deepseek-r1" for qwen3 (R1-0528-Qwen3's template has the R1 markers and reasoning),

@@ -24,6 +24,12 @@ class KvBlocks {
   virtual Status seq_adopt(int32_t seq_id, std::span<const int32_t> block_ids) = 0;
   virtual void block_retain(int32_t block_id) = 0;
   virtual void block_release(int32_t block_id) = 0;
+  // Append to seq's table a new block holding a copy of block src_block (Engine::seq_copy_block).
+  // The default cannot copy, which turns off the reuse of partly matching prefix blocks.
+  virtual Status seq_copy_block(int32_t seq_id, int32_t src_block) {
+    (void)seq_id, (void)src_block;
+    return Status::error("seq_copy_block is not supported");
+  }
 };
 
 // Forwards to a real Engine.
@@ -39,6 +45,7 @@ class EngineKvBlocks final : public KvBlocks {
   Status seq_adopt(int32_t s, std::span<const int32_t> ids) override { return e_.seq_adopt(s, ids); }
   void block_retain(int32_t id) override { e_.block_retain(id); }
   void block_release(int32_t id) override { e_.block_release(id); }
+  Status seq_copy_block(int32_t s, int32_t src) override { return e_.seq_copy_block(s, src); }
 
  private:
   Engine& e_;

@@ -61,6 +61,29 @@ void PrefixCache::acquire_prefix(std::span<const int32_t> tokens, int max_blocks
   }
 }
 
+int PrefixCache::acquire_partial(uint64_t parent, std::span<const int32_t> tokens, int max_tokens, int32_t* block_id,
+                                 uint64_t* hash) {
+  const size_t limit = std::min(tokens.size(), static_cast<size_t>(std::max(max_tokens, 0)));
+  size_t best = 0;
+  uint64_t best_hash = 0;
+  auto [lo, hi] = children_.equal_range(parent);
+  for (auto it = lo; it != hi; ++it) {
+    const Entry& e = map_.at(it->second);
+    const size_t n = std::min(limit, e.tokens.size());
+    const size_t same =
+        std::mismatch(e.tokens.begin(), e.tokens.begin() + static_cast<std::ptrdiff_t>(n), tokens.begin()).first -
+        e.tokens.begin();
+    if (same > best) best = same, best_hash = it->second;
+  }
+  if (best == 0) return 0;
+  Entry& e = map_.at(best_hash);
+  if (e.in_use++ == 0) --n_unused_;
+  touch(e, best_hash);
+  *block_id = e.block_id;
+  *hash = best_hash;
+  return static_cast<int>(best);
+}
+
 bool PrefixCache::insert(uint64_t parent, uint64_t hash, std::span<const int32_t> block_tokens, int32_t block_id) {
   if (map_.count(hash)) return false;
   Entry e{.block_id = block_id,
@@ -70,6 +93,7 @@ bool PrefixCache::insert(uint64_t parent, uint64_t hash, std::span<const int32_t
           .lru_it = lru_.insert(lru_.end(), hash)};
   kv_.block_retain(block_id);
   map_.emplace(hash, std::move(e));
+  children_.emplace(parent, hash);
   return true;
 }
 
@@ -90,6 +114,13 @@ int PrefixCache::evict(int n) {
       continue;
     }
     kv_.block_release(m->second.block_id);
+    auto [lo, hi] = children_.equal_range(m->second.parent);
+    for (auto c = lo; c != hi; ++c) {
+      if (c->second == m->first) {
+        children_.erase(c);
+        break;
+      }
+    }
     map_.erase(m);
     it = lru_.erase(it);
     --n_unused_;

@@ -29,6 +29,12 @@ class PrefixCache {
   // Returns their block ids and hashes; marks them in use and most recently used.
   void acquire_prefix(std::span<const int32_t> tokens, int max_blocks, std::vector<int32_t>* ids,
                       std::vector<uint64_t>* hashes);
+  // The cached block that follows `parent` (0: the first block) whose leading tokens match
+  // `tokens` longest, counting at most max_tokens. Returns how many match (0: none, and
+  // nothing is acquired); otherwise marks the entry in use and sets its block id and hash,
+  // which the caller releases once it has copied the block's matching rows.
+  int acquire_partial(uint64_t parent, std::span<const int32_t> tokens, int max_tokens, int32_t* block_id,
+                      uint64_t* hash);
   // Offer a sequence's just-completed full block. Returns true when the cache now lists it
   // (and the caller's sequence uses it); false when an equal block was already cached.
   bool insert(uint64_t parent, uint64_t hash, std::span<const int32_t> block_tokens, int32_t block_id);
@@ -53,6 +59,7 @@ class PrefixCache {
 
   KvBlocks& kv_;
   std::unordered_map<uint64_t, Entry> map_;
+  std::unordered_multimap<uint64_t, uint64_t> children_;  // parent hash -> hashes of its cached next blocks
   std::list<uint64_t> lru_;  // front: least recently used
   int n_unused_ = 0;
 };

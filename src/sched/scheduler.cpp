@@ -146,21 +146,45 @@ bool Scheduler::admit(Req& r) {
   std::vector<uint64_t> hashes;
   // Keep at least one token to compute: its logits start (or resume) generation.
   if (cache_ && r.use_cache) cache_->acquire_prefix(r.tokens, (n - 1) / bs, &ids, &hashes);
+  // The next cached block may match the following tokens only in part: its matching rows are
+  // reused through a private copy (the tokens after them are computed into that copy).
+  const int n_full = static_cast<int>(ids.size()) * bs;
+  int32_t partial_src = -1;
+  uint64_t partial_hash = 0;
+  int n_partial = cache_ && r.use_cache ? cache_->acquire_partial(hashes.empty() ? 0 : hashes.back(),
+                                                                  std::span<const int32_t>(r.tokens).subspan(n_full),
+                                                                  n - 1 - n_full, &partial_src, &partial_hash)
+                                        : 0;
+  auto release_partial = [&] {
+    if (n_partial > 0) cache_->release(std::span<const uint64_t>(&partial_hash, 1));
+    n_partial = 0;
+  };
   const int need = blocks_for(n + 1) - static_cast<int>(ids.size());
+  // Holding the partial block keeps it from eviction; when that is what leaves too little
+  // room, admit without it rather than wait.
+  if (n_partial > 0 && blocks_available() < need) release_partial();
   if (blocks_available() < need) {
     if (cache_) cache_->release(hashes);
+    release_partial();
     return false;
   }
   if (kv_.blocks_free() < need) cache_->evict(need - kv_.blocks_free());
   r.seq_id = free_slots_.back();
   free_slots_.pop_back();
+  bool adopted = true;
   if (!ids.empty() && !kv_.seq_adopt(r.seq_id, ids).is_ok()) {
     cache_->release(hashes);
     ids.clear();
     hashes.clear();
+    adopted = false;
   }
   r.n_blocks = static_cast<int>(ids.size());
   r.n_computed = r.n_blocks * bs;
+  if (n_partial > 0 && adopted && kv_.seq_copy_block(r.seq_id, partial_src).is_ok()) {
+    r.n_blocks += 1;
+    r.n_computed += n_partial;
+  }
+  release_partial();
   if (r.n_preemptions == 0) r.n_cached = r.n_computed;
   r.chain = hashes;
   r.used = std::move(hashes);

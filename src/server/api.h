@@ -49,6 +49,16 @@ struct ApiOptions {
   size_t max_body_bytes = 8u << 20;
   std::string chat_template;  // --chat-template override (for /props)
   std::string build_info = "ds-server";
+  // llama-server compatibility (config.h): more keys, CORS, server-wide sampling defaults.
+  std::vector<std::string> api_keys;  // accepted besides api_key
+  std::string cors_origins = "*";     // "*" or a comma-separated list of origins
+  std::string model_path;             // the model file, for /props
+  SamplingParams sampling;            // defaults of requests that do not set a field
+  bool random_seed = true;            // no --seed: each request draws one
+  int n_predict = -1;
+  bool reasoning_in_content = false;  // --reasoning-format none
+  bool slots_endpoint = true;
+  std::string system_fingerprint = "ds-server-0.1.0";
 };
 
 // Counters kept by the API layer for /metrics.

@@ -132,27 +132,17 @@ static std::optional<ApiError> parse_stop(const json& j, std::vector<std::string
   return std::nullopt;
 }
 
-// logit_bias: llama.cpp's [[id, bias], [id, false], ...] or OpenAI's {"id": bias}.
-static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, SamplingParams* sp) {
+// logit_bias: llama.cpp's [[id|"text", bias|false], ...] or OpenAI's {"id": bias}. Text (a
+// string in the array form, a key that is not a number in the object form) is tokenized and
+// the bias applies to each of its tokens.
+static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& codec, SamplingParams* sp) {
   auto it = j.find("logit_bias");
   if (it == j.end() || it->is_null()) return std::nullopt;
+  const int32_t n_vocab = codec.n_vocab();
   const std::string expected =
-      "[[token_id, bias|false], ...] or {\"token_id\": bias} with ids below " + std::to_string(n_vocab);
-  auto add = [&](const json& id, const json& bias) -> bool {
-    int64_t tok = -1;
-    if (id.is_number_integer())
-      tok = id.get<int64_t>();
-    else if (id.is_string()) {
-      try {
-        size_t used = 0;
-        tok = std::stoll(id.get<std::string>(), &used);
-        if (used != id.get<std::string>().size()) return false;
-      } catch (...) {
-        return false;
-      }
-    } else
-      return false;
-    if (tok < 0 || tok >= n_vocab) return false;
+      "[[token_id or \"text\", bias|false], ...] or {\"token_id or text\": bias} with ids below " +
+      std::to_string(n_vocab);
+  auto add = [&](const json& id, const json& bias, bool numeric_key) -> bool {
     float b;
     if (bias.is_boolean() && !bias.get<bool>())
       b = -INFINITY;
@@ -160,15 +150,41 @@ static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, 
       b = bias.get<float>();
     else
       return false;
-    sp->logit_bias.push_back({static_cast<int32_t>(tok), b});
+    std::vector<int64_t> toks;
+    if (id.is_number_integer()) {
+      toks.push_back(id.get<int64_t>());
+    } else if (id.is_string()) {
+      const std::string& s = id.get_ref<const std::string&>();
+      int64_t tok = -1;
+      try {
+        size_t used = 0;
+        if (numeric_key) tok = std::stoll(s, &used);
+        if (used != s.size()) tok = -1;
+      } catch (...) {
+        tok = -1;
+      }
+      if (tok >= 0) {
+        toks.push_back(tok);
+      } else {
+        auto ids = codec.encode(s, false, false);
+        if (!ids.is_ok() || ids->empty()) return false;
+        toks.assign(ids->begin(), ids->end());
+      }
+    } else {
+      return false;
+    }
+    for (int64_t tok : toks) {
+      if (tok < 0 || tok >= n_vocab) return false;
+      sp->logit_bias.push_back({static_cast<int32_t>(tok), b});
+    }
     return true;
   };
   if (it->is_object()) {
     for (auto& [k, v] : it->items())
-      if (!add(json(k), v)) return field_error("logit_bias", expected, *it);
+      if (!add(json(k), v, true)) return field_error("logit_bias", expected, *it);
   } else if (it->is_array()) {
     for (const auto& e : *it) {
-      if (!e.is_array() || e.size() != 2 || !add(e[0], e[1])) return field_error("logit_bias", expected, *it);
+      if (!e.is_array() || e.size() != 2 || !add(e[0], e[1], false)) return field_error("logit_bias", expected, *it);
     }
   } else {
     return field_error("logit_bias", expected, *it);
@@ -178,7 +194,8 @@ static std::optional<ApiError> parse_logit_bias(const json& j, int32_t n_vocab, 
 
 std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r) {
   SamplingParams& sp = r->gen.sampling;
-  int64_t n_predict = -1, top_k = sp.top_k, repeat_last_n = sp.repeat_last_n, n_probs = 0;
+  sp = ctx.opts.sampling;  // server-wide defaults (--temp, --top-k, ...)
+  int64_t n_predict = ctx.opts.n_predict, top_k = sp.top_k, repeat_last_n = sp.repeat_last_n, n_probs = 0;
   int64_t seed = -1;
   std::optional<ApiError> e;
   const int64_t kMaxInt = std::numeric_limits<int32_t>::max();
@@ -201,7 +218,7 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
   if ((e = get_bool(j, "return_tokens", &r->return_tokens))) return e;
   if ((e = get_bool(j, "timings_per_token", &r->timings_per_token))) return e;
   if ((e = parse_stop(j, &r->stop))) return e;
-  if ((e = parse_logit_bias(j, ctx.codec->n_vocab(), &sp))) return e;
+  if ((e = parse_logit_bias(j, *ctx.codec, &sp))) return e;
   if ((e = parse_constraint(j, *ctx.codec, &sp))) return e;
   int64_t mirostat = 0;
   if ((e = get_int(j, "mirostat", 0, 2, &mirostat))) return e;
@@ -216,7 +233,10 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
     sp.logprobs = true;
     sp.top_logprobs = static_cast<int>(n_probs);
   }
-  sp.seed = seed < 0 ? std::random_device{}() : static_cast<uint64_t>(seed);
+  if (seed >= 0)
+    sp.seed = static_cast<uint64_t>(seed);
+  else if (ctx.opts.random_seed)
+    sp.seed = std::random_device{}();
   return std::nullopt;
 }
 
@@ -316,7 +336,8 @@ std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_pt
 json timings_json(const GenStats& s) {
   const int prompt_n = s.n_prompt - s.n_cached;
   auto per_s = [](double n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
-  return {{"prompt_n", prompt_n},
+  return {{"cache_n", s.n_cached},
+          {"prompt_n", prompt_n},
           {"prompt_ms", s.prompt_ms},
           {"prompt_per_token_ms", prompt_n ? s.prompt_ms / prompt_n : 0.0},
           {"prompt_per_second", per_s(prompt_n, s.prompt_ms)},

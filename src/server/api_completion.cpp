@@ -2,11 +2,24 @@
 // Streaming is Server-Sent Events: one `data: {json}` event per piece of text (content,
 // tokens, stop:false), then a final event with stop:true and the totals; an error after the
 // stream began becomes a `data: {"error":...}` event that ends the stream.
+#include <cmath>
+
 #include "server/api_internal.h"
 #include "server/json_parse.h"
 #include "server/text_stream.h"
 
 namespace ds::api {
+
+static json logit_bias_json(const SamplingParams& s) {
+  json a = json::array();
+  for (const auto& [tok, bias] : s.logit_bias) a.push_back({tok, std::isinf(bias) ? json(false) : json(bias)});
+  return a;
+}
+
+// The generation stopped because the context was full (not at n_predict).
+static bool truncated(const CompletionRequest& r, const GenResult& g) {
+  return g.stop_type == "limit" && !(r.gen.n_predict >= 0 && g.stats.n_generated >= r.gen.n_predict);
+}
 
 static json generation_settings(const ServerContext& ctx, const CompletionRequest& r) {
   const SamplingParams& s = r.gen.sampling;
@@ -25,9 +38,16 @@ static json generation_settings(const ServerContext& ctx, const CompletionReques
           {"frequency_penalty", s.frequency_penalty},
           {"ignore_eos", r.gen.ignore_eos},
           {"n_probs", s.n_probs},
+          {"logit_bias", logit_bias_json(s)},
           {"stop", r.stop},
           {"stream", r.stream},
           {"cache_prompt", r.gen.cache_prompt}};
+}
+
+static std::string prompt_text(const ServerContext& ctx, const CompletionRequest& r) {
+  std::string text;
+  for (int32_t t : r.gen.prompt) text += ctx.codec->token_bytes(t);
+  return text;
 }
 
 static json final_object(const ServerContext& ctx, const CompletionRequest& r, const GenResult& g, int64_t id,
@@ -43,7 +63,9 @@ static json final_object(const ServerContext& ctx, const CompletionRequest& r, c
             {"tokens_cached", g.stats.n_cached},
             {"generation_settings", generation_settings(ctx, r)},
             {"has_new_line", g.content.find('\n') != std::string::npos},
-            {"truncated", false},
+            {"truncated", truncated(r, g)},
+            {"prompt", utf8_sanitize(prompt_text(ctx, r))},
+            {"id_slot", g.stats.id_slot},
             {"stop_type", g.stop_type},
             {"stopping_word", g.stopping_word},
             {"timings", timings_json(g.stats)}};
@@ -55,8 +77,9 @@ static json partial_object(const CompletionRequest& r, const Piece& p, int64_t i
   json j = {{"index", 0},
             {"id", id},
             {"content", p.text},
-            {"tokens", r.return_tokens ? json(p.tokens) : json::array()},
+            {"tokens", p.tokens},  // stream chunks always carry their token ids, as llama-server's
             {"stop", false},
+            {"id_slot", p.stats.id_slot},
             {"tokens_predicted", p.stats.n_generated},
             {"tokens_evaluated", p.stats.n_prompt}};
   if (r.gen.sampling.n_probs > 0) j["completion_probabilities"] = p.probs;

@@ -28,6 +28,14 @@ static json usage_json(const GenResult& g) {
           {"prompt_tokens_details", {{"cached_tokens", g.stats.n_cached}}}};
 }
 
+// stream_options.include_usage: the usage comes in a chunk of its own after the finish_reason
+// chunk, with an empty choices array (OpenAI's and llama-server's shape).
+static json usage_chunk(json head, const GenResult& g) {
+  head["choices"] = json::array();
+  head["usage"] = usage_json(g);
+  return head;
+}
+
 // Fields both OpenAI routes share on top of the llama.cpp sampling fields.
 static std::optional<ApiError> parse_openai_common(const json& body, ServerContext& ctx, CompletionRequest* r) {
   if (auto e = parse_sampling(body, ctx, r)) return e;
@@ -80,6 +88,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
                 {"object", "text_completion"},
                 {"created", created},
                 {"model", ctx.opts.model_alias},
+                {"system_fingerprint", ctx.opts.system_fingerprint},
                 {"choices", json::array({{{"text", text},
                                           {"index", 0},
                                           {"logprobs", std::move(lp)},
@@ -112,8 +121,9 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
     }
     ctx.counters.completions_ok++;
     json last = chunk("", finish_reason(g));
-    if (r->include_usage) last["usage"] = usage_json(g);
+    last["timings"] = timings_json(g.stats);
     sink.write(sse_data(last));
+    if (r->include_usage) sink.write(sse_data(usage_chunk(chunk("", nullptr), g)));
     sink.write(sse_done());
   };
   return resp;
@@ -132,7 +142,11 @@ struct ChatCall {
   int64_t created = 0;
 
   json head(const ServerContext& ctx, const char* object) const {
-    return {{"id", id}, {"object", object}, {"created", created}, {"model", ctx.opts.model_alias}};
+    return {{"id", id},
+            {"object", object},
+            {"created", created},
+            {"model", ctx.opts.model_alias},
+            {"system_fingerprint", ctx.opts.system_fingerprint}};
   }
 };
 
@@ -267,8 +281,9 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
   }
   ctx.counters.completions_ok++;
   json last = chunk(json::object(), chat_finish_reason(call, g));
-  if (call.req->include_usage) last["usage"] = usage_json(g);
+  last["timings"] = timings_json(g.stats);
   sink.write(sse_data(last));
+  if (call.req->include_usage) sink.write(sse_data(usage_chunk(call.head(ctx, "chat.completion.chunk"), g)));
   sink.write(sse_done());
 }
 
@@ -314,8 +329,9 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
   call.route = req.path;
   call.created = unix_now();
-  call.output = std::make_shared<ChatOutput>(ctx.codec->reasoning_filter(text), call.chat->format,
-                                             call.chat->parallel_tool_calls);
+  call.output =
+      std::make_shared<ChatOutput>(ctx.opts.reasoning_in_content ? nullptr : ctx.codec->reasoning_filter(text),
+                                   call.chat->format, call.chat->parallel_tool_calls);
   if (!call.req->stream) return chat_response(ctx, call, req);
   HttpResponse resp;
   resp.content_type = "text/event-stream";

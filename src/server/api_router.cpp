@@ -18,18 +18,58 @@ static bool key_matches(const std::string& want, std::string_view got) {
   return diff == 0;
 }
 
+static bool any_key_matches(const ServerContext& ctx, std::string_view got) {
+  bool ok = !ctx.opts.api_key.empty() && key_matches(ctx.opts.api_key, got);
+  for (const std::string& k : ctx.opts.api_keys) ok = key_matches(k, got) || ok;  // no early exit
+  return ok;
+}
+
 static bool authorized(const ServerContext& ctx, const HttpRequest& req) {
-  if (ctx.opts.api_key.empty()) return true;
+  if (ctx.opts.api_key.empty() && ctx.opts.api_keys.empty()) return true;
   if (auto it = req.headers.find("authorization"); it != req.headers.end()) {
     std::string_view v = it->second;
     if (v.size() > 7 && (v.substr(0, 7) == "Bearer " || v.substr(0, 7) == "bearer ")) {
-      if (key_matches(ctx.opts.api_key, v.substr(7))) return true;
+      if (any_key_matches(ctx, v.substr(7))) return true;
     }
   }
   if (auto it = req.headers.find("x-api-key"); it != req.headers.end()) {
-    if (key_matches(ctx.opts.api_key, it->second)) return true;
+    if (any_key_matches(ctx, it->second)) return true;
   }
   return false;
+}
+
+// CORS (llama-server answers any origin by default): the allowed origin for this request,
+// or "" when its Origin is not on the --cors-origins list.
+static std::string cors_origin(const ServerContext& ctx, const HttpRequest& req) {
+  const auto it = req.headers.find("origin");
+  const std::string origin = it == req.headers.end() ? "" : it->second;
+  if (ctx.opts.cors_origins == "*") return origin.empty() ? "*" : origin;
+  size_t start = 0;
+  while (start <= ctx.opts.cors_origins.size()) {
+    size_t end = ctx.opts.cors_origins.find(',', start);
+    if (end == std::string::npos) end = ctx.opts.cors_origins.size();
+    std::string o = ctx.opts.cors_origins.substr(start, end - start);
+    o.erase(0, o.find_first_not_of(' '));
+    o.erase(o.find_last_not_of(' ') + 1);
+    if (!o.empty() && o == origin) return origin;
+    start = end + 1;
+  }
+  return "";
+}
+
+static void add_cors_headers(const ServerContext& ctx, const HttpRequest& req, HttpResponse* r) {
+  const std::string origin = cors_origin(ctx, req);
+  if (origin.empty()) return;
+  r->headers.push_back({"Access-Control-Allow-Origin", origin});
+  if (origin != "*") {
+    r->headers.push_back({"Access-Control-Allow-Credentials", "true"});
+    r->headers.push_back({"Vary", "Origin"});
+  }
+  r->headers.push_back({"Access-Control-Allow-Methods", "GET, POST, OPTIONS"});
+  const auto asked = req.headers.find("access-control-request-headers");
+  r->headers.push_back({"Access-Control-Allow-Headers",
+                        asked != req.headers.end() ? asked->second : "Authorization, Content-Type, X-Api-Key"});
+  r->headers.push_back({"Access-Control-Max-Age", "86400"});
 }
 
 static HttpResponse route_health(ServerContext& ctx, const HttpRequest&) {
@@ -39,9 +79,22 @@ static HttpResponse route_health(ServerContext& ctx, const HttpRequest&) {
 
 static HttpResponse route_props(ServerContext& ctx, const HttpRequest&) {
   const SchedOptions& so = ctx.loop->sched_options();
-  SamplingParams d;
+  const SamplingParams& d = ctx.opts.sampling;
+  json params = {{"n_predict", ctx.opts.n_predict},
+                 {"seed", ctx.opts.random_seed ? json(-1) : json(d.seed)},
+                 {"temperature", d.temperature},
+                 {"top_k", d.top_k},
+                 {"top_p", d.top_p},
+                 {"min_p", d.min_p},
+                 {"typical_p", d.typical_p},
+                 {"repeat_last_n", d.repeat_last_n},
+                 {"repeat_penalty", d.repeat_penalty},
+                 {"presence_penalty", d.presence_penalty},
+                 {"frequency_penalty", d.frequency_penalty},
+                 {"logit_bias", json::array()},
+                 {"n_probs", d.n_probs}};
   json settings = {{"n_ctx", so.n_ctx},
-                   {"n_predict", -1},
+                   {"n_predict", ctx.opts.n_predict},
                    {"temperature", d.temperature},
                    {"top_k", d.top_k},
                    {"top_p", d.top_p},
@@ -49,10 +102,12 @@ static HttpResponse route_props(ServerContext& ctx, const HttpRequest&) {
                    {"typical_p", d.typical_p},
                    {"repeat_last_n", d.repeat_last_n},
                    {"repeat_penalty", d.repeat_penalty},
-                   {"model", ctx.opts.model_alias}};
+                   {"model", ctx.opts.model_alias},
+                   {"params", params}};
   return json_response({{"default_generation_settings", settings},
                         {"total_slots", so.n_slots},
-                        {"model_path", ctx.opts.model_alias},
+                        {"model_path", ctx.opts.model_path.empty() ? ctx.opts.model_alias : ctx.opts.model_path},
+                        {"model_alias", ctx.opts.model_alias},
                         {"chat_template", ctx.codec->chat_template_name()},
                         {"build_info", ctx.opts.build_info},
                         {"n_ctx", so.n_ctx},
@@ -63,6 +118,7 @@ static HttpResponse route_props(ServerContext& ctx, const HttpRequest&) {
 }
 
 static HttpResponse route_slots(ServerContext& ctx, const HttpRequest&) {
+  if (!ctx.opts.slots_endpoint) return make_error(err(501, "This server does not serve /slots (--no-slots)"), 1);
   const LoopStats st = ctx.loop->stats();
   const SchedOptions& so = ctx.loop->sched_options();
   json slots = json::array();
@@ -88,6 +144,13 @@ static HttpResponse route_metrics(ServerContext& ctx, const HttpRequest&) {
   return r;
 }
 
+static HttpResponse route_infill(ServerContext&, const HttpRequest&) {
+  return make_error(err(501,
+                        "/infill (fill-in-the-middle) is out of scope for ds-server: it serves DeepSeek chat and "
+                        "completion models; send the text to /completion instead"),
+                    1);
+}
+
 struct Route {
   const char* method;
   const char* path;
@@ -106,6 +169,7 @@ static const Route kRoutes[] = {
     {"GET", "/v1/models", route_oai_models, false},
     {"GET", "/models", route_oai_models, false},
     {"POST", "/apply-template", route_apply_template, true},
+    {"POST", "/infill", route_infill, false},
     {"POST", "/tokenize", route_tokenize, true},
     {"POST", "/detokenize", route_detokenize, true},
     {"GET", "/props", route_props, true},
@@ -114,7 +178,9 @@ static const Route kRoutes[] = {
 };
 
 static HttpResponse dispatch(ServerContext& ctx, const HttpRequest& req) {
-  const bool open = req.path == "/health" || req.path == "/v1/health";
+  // As in llama-server, the health check and the model list need no key.
+  const bool open =
+      req.path == "/health" || req.path == "/v1/health" || req.path == "/models" || req.path == "/v1/models";
   if (!open && !authorized(ctx, req)) {
     HttpResponse r =
         make_error(err(401, "Invalid API Key: send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'"), 1);
@@ -147,6 +213,12 @@ static HttpResponse dispatch(ServerContext& ctx, const HttpRequest& req) {
 HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
   ctx.counters.http_requests++;
   HttpResponse r;
+  if (req.method == "OPTIONS") {  // a CORS preflight: answered without the API key
+    r.status = 204;
+    r.content_type = "text/plain";
+    api::add_cors_headers(ctx, req, &r);
+    return r;
+  }
   try {
     r = api::dispatch(ctx, req);
   } catch (const std::exception& e) {
@@ -154,6 +226,7 @@ HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
     spdlog::error("internal error on {} {}: {}", req.method, req.path, e.what());
     r = api::make_error(api::err(500, "internal error"), 1);
   }
+  api::add_cors_headers(ctx, req, &r);
   if (r.status >= 500)
     ctx.counters.http_errors_5xx++;
   else if (r.status >= 400)

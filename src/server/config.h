@@ -1,7 +1,10 @@
 // ds-server options: command-line flags and a JSON config file (--config FILE) with the
 // same names (either "ctx-size" or "ctx_size"). The file is read first, flags override it.
-// --help prints help_text(), which documents every option.
+// --help prints help_text(), which documents every option. llama-server's spellings are
+// accepted too (-c, -np, -ctk, ...): short aliases map to the same options, and flags that
+// only mean something on a GPU (-ngl, -sm, ...) are accepted with a notice.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,16 +37,35 @@ struct ServerConfig {
   int keep_alive_timeout_s = 30;   // an idle connection closes after this
   int max_conns_per_client = 256;  // open connections from one address; 0: no limit
   int timeout_s = 600;             // a response write that makes no progress this long drops the client
+  // llama-server compatibility. ctx_size above is the per-sequence context that the engine
+  // gets; it is set by --ctx-per-seq, or derived from --ctx-size (the total over all slots,
+  // as in llama-server) divided by --parallel.
+  int ctx_total = 0;                       // --ctx-size / -c; 0: not given
+  int ctx_per_seq = 0;                     // --ctx-per-seq; 0: not given
+  int ubatch = 0;                          // --ubatch-size / -ub; 0: not given
+  std::string cache_type_k, cache_type_v;  // -ctk / -ctv
+  float temperature = -1e30f;              // server-wide sampling defaults; the sentinel: not given
+  int top_k = -2;
+  float top_p = -1, min_p = -1;
+  int64_t seed = -2;
+  int n_predict = -2;
+  std::string chat_template_file;
+  std::string reasoning_format = "auto";  // auto | deepseek | deepseek-legacy | none
+  bool slots_endpoint = true;
+  std::vector<std::string> api_keys;  // --api-key-file: one key a line
+  std::string cors_origins = "*";     // comma-separated origins, or *
 };
 
 struct ParsedArgs {
   ServerConfig config;
   bool help = false;
   bool version = false;
+  std::vector<std::string> notices;  // accepted flags that have no effect here, one line each
 };
 
 Result<ParsedArgs> parse_server_args(const std::vector<std::string>& args);
-Status load_config_file(const std::string& path, ServerConfig* cfg);
+// notices (optional): a line for each accepted key that has no effect here (GPU-only options).
+Status load_config_file(const std::string& path, ServerConfig* cfg, std::vector<std::string>* notices = nullptr);
 std::string help_text();
 
 }  // namespace ds

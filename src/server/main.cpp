@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "gguf/gguf_file.h"
@@ -47,6 +49,14 @@ Result<Loaded> load(const ServerConfig& c) {
   auto file = GgufFile::open(c.model);
   if (!file) return file.status();
   auto tmpl = ChatTemplate::from_gguf(**file, l.engine->tokenizer(), c.chat_template);
+  if (!c.chat_template_file.empty() && c.chat_template.empty()) {
+    std::ifstream f(c.chat_template_file);
+    if (!f) return Status::error("--chat-template-file: cannot read " + c.chat_template_file);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const Tokenizer& tok = l.engine->tokenizer();
+    tmpl = ChatTemplate::from_text(text, c.chat_template_file, tok.bos() >= 0 ? tok.token_bytes(tok.bos()) : "",
+                                   tok.eos() >= 0 ? tok.token_bytes(tok.eos()) : "");
+  }
   if (!tmpl && c.chat_template.empty() && !(*file)->has("tokenizer.chat_template")) {
     // A model without a template still serves /completion; chat falls back to the format
     // of its architecture (ChatTemplate::fallback_name).
@@ -78,6 +88,18 @@ void init_context(const ServerConfig& cfg, ServerContext* ctx) {
   ctx->opts.n_parallel = cfg.parallel;
   ctx->opts.max_body_bytes = static_cast<size_t>(cfg.max_body_kb) * 1024;
   ctx->opts.chat_template = cfg.chat_template;
+  ctx->opts.api_keys = cfg.api_keys;
+  ctx->opts.cors_origins = cfg.cors_origins;
+  ctx->opts.model_path = cfg.model;
+  SamplingParams& d = ctx->opts.sampling;
+  if (cfg.temperature > -1e29f) d.temperature = cfg.temperature;
+  if (cfg.top_k != -2) d.top_k = cfg.top_k;
+  if (cfg.top_p >= 0) d.top_p = cfg.top_p;
+  if (cfg.min_p >= 0) d.min_p = cfg.min_p;
+  if (cfg.seed >= 0) d.seed = static_cast<uint64_t>(cfg.seed), ctx->opts.random_seed = false;
+  if (cfg.n_predict != -2) ctx->opts.n_predict = cfg.n_predict;
+  ctx->opts.reasoning_in_content = cfg.reasoning_format == "none";
+  ctx->opts.slots_endpoint = cfg.slots_endpoint;
 }
 
 HttpServerOptions http_options(const ServerConfig& cfg) {
@@ -108,6 +130,7 @@ int main(int argc, char** argv) {
   if (parsed->help) return std::fputs(help_text().c_str(), stdout), 0;
   if (parsed->version) return std::puts("ds-server 0.1.0"), 0;
   setup_logging(cfg.log_format);
+  for (const std::string& n : parsed->notices) spdlog::info("{}", n);
 
   // Signals are taken by one thread with sigwait; every other thread inherits the mask.
   sigset_t sigs;

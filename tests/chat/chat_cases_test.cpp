@@ -327,5 +327,23 @@ TEST(ChatCases, GgufTemplatesExactByMarkersOrFallbackWithAWarning) {
   EXPECT_NE(unknown.warning.find("falling back to 'deepseek3'"), std::string::npos) << unknown.warning;
 }
 
+// --chat-template-file: a template from a file is recognized as the GGUF's own would be.
+TEST(ChatCases, TemplateTextFromAFileLikeTheGgufTemplate) {
+  const std::string v31 = test::read_file_text(test::shared_path("chat/templates/deepseek-ai-DeepSeek-V3.1.jinja"));
+  ASSERT_FALSE(v31.empty());
+  ChatTemplate exact = ChatTemplate::from_text(v31, "v31.jinja", "<s>", "</s>");
+  EXPECT_EQ(exact.format(), ChatFormat::DEEPSEEK_V3_1);
+  EXPECT_EQ(exact.warning(), "");
+  ChatTemplate edited = ChatTemplate::from_text(v31 + "{# edited #}", "v31-edited.jinja", "", "");
+  EXPECT_EQ(edited.format(), ChatFormat::DEEPSEEK_V3_1);
+  EXPECT_NE(edited.warning().find("v31-edited.jinja"), std::string::npos) << edited.warning();
+  EXPECT_NE(edited.warning().find("'deepseek-v3.1'"), std::string::npos) << edited.warning();
+  ChatTemplate unknown = ChatTemplate::from_text("{{ messages | something_else }}", "my.jinja", "", "");
+  EXPECT_EQ(unknown.format(), ChatFormat::DEEPSEEK3);
+  EXPECT_NE(unknown.warning().find("my.jinja is not a known chat format; falling back to 'deepseek3'"),
+            std::string::npos)
+      << unknown.warning();
+}
+
 }  // namespace
 }  // namespace ds

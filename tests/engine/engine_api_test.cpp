@@ -4,6 +4,7 @@
 // Runner's for the same tokens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -150,6 +151,69 @@ TEST(EngineApi, SparseAttentionSizingAndAdoptedIndexerKeys) {
   e->seq_release(1);
   e->seq_release(2);
   EXPECT_EQ(e->kv_blocks_free(), e->kv_blocks_total());
+}
+
+// Prefix reuse inside a block: a sequence that shares block 0 of another and takes a copy of
+// its block 1 (whose first 15 rows it needs) computes only token 31; its logits and greedy
+// text equal those of a sequence that computed tokens 0..30 itself, and the source block is
+// left as it was.
+TEST(EngineApi, CopiedBlockReusesItsRowsExactly) {
+  for (const char* kv : {"f16", "q8_0"}) {
+    auto e = make_engine(opts(64, 4, kv));
+    ASSERT_TRUE(e);
+    const auto tokens = ref_tokens(kModel);
+    ASSERT_GE(tokens.size(), 33u);
+    const size_t V = static_cast<size_t>(e->info().n_vocab);
+    auto run = [&](int32_t seq, std::span<const int32_t> toks, int32_t pos0, std::vector<float>* logits) {
+      SeqChunk c{.seq_id = seq, .tokens = toks, .pos0 = pos0};
+      logits->resize(V);
+      EXPECT_TRUE(e->step(std::span(&c, 1), logits->data()).is_ok());
+    };
+    auto greedy = [&](int32_t seq, int32_t tok, std::vector<float>* first) {
+      std::vector<int32_t> out;
+      std::vector<float> l;
+      for (int i = 0; i < 8; ++i) {
+        run(seq, std::span(&tok, 1), 31 + i, &l);
+        if (i == 0) *first = l;
+        tok = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+        out.push_back(tok);
+      }
+      return out;
+    };
+    std::vector<float> l_src, l_shared, l_again, l_ref, l_copy;
+    // The source: 32 tokens in one chunk fill blocks 0 and 1.
+    ASSERT_TRUE(e->seq_reserve(0, 33).is_ok());
+    run(0, std::span(tokens.data(), 32), 0, &l_src);
+    const auto src = e->seq_blocks(0);
+    // What the source's next step gives, read through a sequence sharing both blocks.
+    ASSERT_TRUE(e->seq_adopt(3, std::span(src.data(), 2)).is_ok());
+    ASSERT_TRUE(e->seq_reserve(3, 33).is_ok());
+    run(3, std::span(tokens.data() + 32, 1), 32, &l_shared);
+    // Without any reuse: tokens 0..30 computed, then 31 and seven more decoded.
+    ASSERT_TRUE(e->seq_reserve(1, 40).is_ok());
+    run(1, std::span(tokens.data(), 31), 0, &l_ref);
+    const std::vector<int32_t> ref = greedy(1, tokens[31], &l_ref);
+    // With reuse: block 0 shared, block 1 copied, only token 31 computed.
+    ASSERT_TRUE(e->seq_adopt(2, std::span(src.data(), 1)).is_ok());
+    const int free_before = e->kv_blocks_free();
+    ASSERT_TRUE(e->seq_copy_block(2, src[1]).is_ok()) << kv;
+    EXPECT_EQ(e->kv_blocks_free(), free_before - 1);
+    const auto blocks2 = e->seq_blocks(2);
+    ASSERT_EQ(blocks2.size(), 2u);
+    EXPECT_EQ(blocks2[0], src[0]);
+    EXPECT_NE(blocks2[1], src[1]);
+    ASSERT_TRUE(e->seq_reserve(2, 40).is_ok());
+    const std::vector<int32_t> got = greedy(2, tokens[31], &l_copy);
+    EXPECT_EQ(got, ref) << kv;
+    EXPECT_EQ(std::memcmp(l_copy.data(), l_ref.data(), V * sizeof(float)), 0) << kv;
+    // The copy's writes (positions 31..38) did not touch the source's block 1.
+    run(0, std::span(tokens.data() + 32, 1), 32, &l_again);
+    EXPECT_EQ(std::memcmp(l_again.data(), l_shared.data(), V * sizeof(float)), 0) << kv;
+    for (int32_t s = 0; s < 4; ++s) e->seq_release(s);
+    EXPECT_EQ(e->kv_blocks_free(), e->kv_blocks_total());
+    EXPECT_FALSE(e->seq_copy_block(5, src[1]).is_ok());  // a free block cannot be copied
+    EXPECT_TRUE(e->seq_blocks(5).empty());
+  }
 }
 
 TEST(EngineApi, StepValidatesItsInput) {

@@ -51,6 +51,18 @@ Status FakeKv::seq_adopt(int32_t seq, std::span<const int32_t> ids) {
   return Status::ok();
 }
 
+Status FakeKv::seq_copy_block(int32_t seq, int32_t src) {
+  EXPECT_GT(ref_.at(src), 0) << "copying a free block " << src;
+  for (int32_t id = 0; id < static_cast<int32_t>(ref_.size()); ++id) {
+    if (ref_[id] != 0) continue;
+    ref_[id] = 1;
+    content_[id] = content_[src];
+    tables_[seq].push_back(id);
+    return Status::ok();
+  }
+  return Status::error("fake: no free block to copy into");
+}
+
 void FakeKv::block_release(int32_t id) {
   EXPECT_GT(ref_.at(id), 0) << "releasing a free block " << id;
   --ref_[id];

@@ -24,6 +24,7 @@ class FakeKv final : public KvBlocks {
   Status seq_adopt(int32_t seq, std::span<const int32_t> ids) override;
   void block_retain(int32_t id) override { ++ref_.at(id); }
   void block_release(int32_t id) override;
+  Status seq_copy_block(int32_t seq, int32_t src) override;
 
   // The executor side: store tokens at positions (fails the test when writing into a
   // shared block or outside the table), and read a sequence's history back.

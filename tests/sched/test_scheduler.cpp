@@ -199,8 +199,10 @@ TEST(Scheduler, PrefixCacheSharesBlocks) {
   d.submit(3, b);
   d.submit(4, c);
   d.run();
-  EXPECT_EQ(d.cached[3], 32);
-  EXPECT_EQ(d.cached[4], 32);
+  // Two full blocks are shared; the third cached block matches their next 8 tokens, which
+  // are reused through a private copy of it.
+  EXPECT_EQ(d.cached[3], 40);
+  EXPECT_EQ(d.cached[4], 40);
   EXPECT_EQ(d.out[3], solo(b));
   EXPECT_EQ(d.out[4], solo(c));
   // cache_prompt=false: no reuse.
@@ -208,6 +210,53 @@ TEST(Scheduler, PrefixCacheSharesBlocks) {
   d.run();
   EXPECT_EQ(d.cached[5], 0);
   EXPECT_EQ(d.out[5], d.out[1]);
+}
+
+TEST(Scheduler, RepeatedPromptReusesEveryTokenButTheLast) {
+  // 32 tokens = two full blocks. The second one cannot be shared (its last row is computed
+  // again for the logits), so its first 15 rows are copied: 31 tokens come from the cache,
+  // one is computed, and the output equals a run without any cache.
+  Driver d(64, 16, {.n_slots = 2, .batch_tokens = 64, .max_queue = 8, .n_ctx = 512});
+  std::mt19937 rng(9);
+  Job a{random_tokens(rng, 32), 4};
+  d.submit(1, a);
+  d.run();
+  EXPECT_EQ(d.cached[1], 0);
+  const int64_t first = d.computed_tokens;
+  d.submit(2, a);
+  d.run();
+  EXPECT_EQ(d.cached[2], 31);
+  EXPECT_EQ(d.computed_tokens - first, first - 31);
+  EXPECT_EQ(d.out[2], solo(a));
+  EXPECT_EQ(d.out[1], solo(a));
+  // A prompt that differs from the cached one inside a block reuses the rows before it.
+  Job b = a;
+  b.prompt[20] = (b.prompt[20] + 1) % kVocab;
+  d.submit(3, b);
+  d.run();
+  EXPECT_EQ(d.cached[3], 20);
+  EXPECT_EQ(d.out[3], solo(b));
+  // The cached blocks were never written to: the first prompt still gives its own output.
+  d.submit(4, a);
+  d.run();
+  EXPECT_EQ(d.cached[4], 31);
+  EXPECT_EQ(d.out[4], solo(a));
+}
+
+TEST(Scheduler, PartialBlockIsGivenUpWhenOnlyItsEvictionMakesRoom) {
+  // 3 blocks: after a 32-token prompt both its blocks are cached and one is free. The same
+  // prompt again needs 2 blocks besides the shared first one: copying the second cached
+  // block would leave no room, so it is evicted instead and 16 tokens come from the cache.
+  Driver d(3, 16, {.n_slots = 1, .batch_tokens = 64, .max_queue = 8, .n_ctx = 64});
+  std::mt19937 rng(11);
+  Job a{random_tokens(rng, 32), 1};
+  d.submit(1, a);
+  d.run();
+  EXPECT_EQ(d.sched.n_cache_blocks(), 2);
+  d.submit(2, a);
+  d.run();
+  EXPECT_EQ(d.cached[2], 16);
+  EXPECT_EQ(d.out[2], solo(a));
 }
 
 TEST(Scheduler, PrefixCacheEvictsLeastRecentlyUsed) {
@@ -221,12 +270,12 @@ TEST(Scheduler, PrefixCacheEvictsLeastRecentlyUsed) {
   EXPECT_EQ(d.sched.n_cache_blocks(), 8);  // 4 + 4 full blocks, 4 blocks free
   d.submit(3, a);
   d.run();
-  EXPECT_EQ(d.cached[3], 48);  // a's blocks are now the most recently used
+  EXPECT_EQ(d.cached[3], 63);  // all but the last prompt token; a's blocks are now the most recently used
   d.submit(4, c);              // needs 5 blocks: evicts from b (least recently used)
   d.run();
   d.submit(5, a);
   d.run();
-  EXPECT_EQ(d.cached[5], 48);
+  EXPECT_EQ(d.cached[5], 63);
   d.submit(6, b);
   d.run();
   EXPECT_LT(d.cached[6], 48);

@@ -59,6 +59,19 @@ Status FakeEngine::seq_adopt(int32_t seq, std::span<const int32_t> ids) {
   return Status::ok();
 }
 
+Status FakeEngine::seq_copy_block(int32_t seq, int32_t src) {
+  std::lock_guard lk(mu_);
+  if (ref_[src] <= 0) return Status::error("fake: seq_copy_block from a free block");
+  for (int id = 0; id < o_.n_blocks; ++id) {
+    if (ref_[id] != 0) continue;
+    ref_[id] = 1;
+    content_[id] = content_[src];
+    tables_[seq].push_back(id);
+    return Status::ok();
+  }
+  return Status::error("fake: no free KV blocks");
+}
+
 void FakeEngine::block_retain(int32_t id) {
   std::lock_guard lk(mu_);
   ++ref_[id];

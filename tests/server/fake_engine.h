@@ -46,6 +46,7 @@ class FakeEngine final : public Engine {
   Status seq_adopt(int32_t seq_id, std::span<const int32_t> block_ids) override;
   void block_retain(int32_t block_id) override;
   void block_release(int32_t block_id) override;
+  Status seq_copy_block(int32_t seq_id, int32_t src_block) override;
   Status step(std::span<const SeqChunk> chunks, float* logits) override;
 
   // The model as a function of the history: the logits row after `history`.

@@ -96,7 +96,7 @@ class ServerE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new ServerProcess();
-    server_->start({"--model", model_path("tiny-llama-Q4_K_M.gguf"), "--parallel", "4", "--ctx-size", "512",
+    server_->start({"--model", model_path("tiny-llama-Q4_K_M.gguf"), "--parallel", "4", "--ctx-per-seq", "512",
                     "--batch-tokens", "64", "--threads", "2", "--chat-template", "deepseek-r1"});
   }
   static void TearDownTestSuite() {
@@ -195,10 +195,12 @@ TEST_F(ServerE2E, OpenAiRoutes) {
   EXPECT_EQ(ev[0]["choices"][0]["delta"]["role"], "assistant");
   std::string reasoning;
   for (const json& e : ev) {
+    if (e["choices"].empty()) continue;  // the usage chunk
     if (e["choices"][0]["delta"].contains("reasoning_content"))
       reasoning += e["choices"][0]["delta"]["reasoning_content"];
   }
   EXPECT_EQ(reasoning, ch["choices"][0]["message"]["reasoning_content"]);
+  EXPECT_EQ(ev.back()["choices"], json::array());  // the usage comes in a chunk of its own
   EXPECT_EQ(ev.back()["usage"]["completion_tokens"], ch["usage"]["completion_tokens"]);
   json models = json::parse(raw_request(port(), "GET", "/v1/models", "").body);
   EXPECT_EQ(models["data"][0]["id"], "tiny-llama-Q4_K_M.gguf");
@@ -403,6 +405,62 @@ TEST(ServerE2EAlone, ApiKeyAndSigtermDuringAStream) {
   const std::string log = s.log();
   EXPECT_NE(log.find("{\"time\":"), std::string::npos) << log;
   EXPECT_NE(log.find("SIGTERM"), std::string::npos);
+}
+
+// A llama-server command line runs unchanged: -c is the total context over -np sequences,
+// GPU flags get a notice, the chat template comes from a file, server-wide sampling
+// defaults apply, and CORS preflights and the model list need no key.
+TEST(ServerE2EAlone, LlamaServerCommandLine) {
+  ServerProcess s;
+  const std::string tmpl = shared_path("chat/templates/deepseek-ai-DeepSeek-V3.1.jinja");
+  ASSERT_TRUE(s.start({"-m",
+                       model_path("tiny-llama-Q4_K_M.gguf"),
+                       "-c",
+                       "1024",
+                       "-np",
+                       "2",
+                       "-t",
+                       "2",
+                       "-b",
+                       "64",
+                       "-ngl",
+                       "99",
+                       "-fa",
+                       "on",
+                       "--jinja",
+                       "--chat-template-file",
+                       tmpl,
+                       "--temp",
+                       "0",
+                       "-n",
+                       "5",
+                       "--api-key",
+                       "k3y",
+                       "--metrics",
+                       "--cont-batching",
+                       "--no-webui"}));
+  EXPECT_NE(s.log().find("--n-gpu-layers only applies to GPUs"), std::string::npos) << s.log();
+  const std::vector<std::string> key = {"Authorization: Bearer k3y"};
+  RawResponse p = raw_request(s.port(), "GET", "/props", "", key);
+  ASSERT_EQ(p.status, 200) << p.body;
+  const json props = json::parse(p.body);
+  EXPECT_EQ(props["n_ctx"], 512);  // 1024 over 2 sequences
+  EXPECT_EQ(props["total_slots"], 2);
+  EXPECT_EQ(props["chat_template"], "deepseek-v3.1");
+  EXPECT_EQ(props["model_path"], model_path("tiny-llama-Q4_K_M.gguf"));
+  EXPECT_EQ(props["default_generation_settings"]["params"]["n_predict"], 5);
+  EXPECT_EQ(raw_request(s.port(), "GET", "/v1/models", "").status, 200);
+  RawResponse pre = raw_request(s.port(), "OPTIONS", "/v1/chat/completions", "",
+                                {"Origin: https://app.example", "Access-Control-Request-Method: POST"});
+  EXPECT_EQ(pre.status, 204) << pre.headers;
+  EXPECT_NE(pre.headers.find("Access-Control-Allow-Origin: https://app.example"), std::string::npos) << pre.headers;
+  RawResponse c = raw_request(s.port(), "POST", "/completion", R"({"prompt":"Once upon a time"})", key);
+  ASSERT_EQ(c.status, 200) << c.body;
+  const json j = json::parse(c.body);
+  EXPECT_LE(j["tokens_predicted"].get<int>(), 5);
+  EXPECT_EQ(j["generation_settings"]["temperature"], 0.0);
+  EXPECT_NE(c.headers.find("Access-Control-Allow-Origin: *"), std::string::npos) << c.headers;
+  EXPECT_EQ(s.stop(), 0) << s.log();
 }
 
 }  // namespace
