@@ -25,7 +25,7 @@ work=$(mktemp -d /tmp/ds-soak.XXXXXX)
 model=$work/model.gguf
 "$build/src/ds-cli" synth --shape "${SHAPE:-tiny-llama}" --out "$model" >/dev/null 2>&1
 log=$work/server.log
-start_server "$log" --model "$model" --ctx-size 512 --parallel 4 --threads "${THREADS:-2}" \
+start_server "$log" --model "$model" --ctx-per-seq 512 --parallel 4 --threads "${THREADS:-2}" \
   --max-queue 64 --max-body-kb "$max_body_kb" --timeout 30
 trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "'"$work"'"' EXIT
 rc=0

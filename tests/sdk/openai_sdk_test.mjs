@@ -88,7 +88,7 @@ class Server {
     this.log = '';
     this.exited = null;
     this.proc = spawn(args.server, ['--model', args.model, '--host', '127.0.0.1', '--port', '0',
-      '--chat-template', template, '--ctx-size', '2048', '--parallel', '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      '--chat-template', template, '--ctx-per-seq', '2048', '--parallel', '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (d) => { this.log += d; });
     this.proc.stderr.on('data', (d) => { this.log += d; });
     this.done = new Promise((r) => this.proc.once('exit', (code, signal) => { this.exited = { code, signal }; r(); }));

@@ -194,7 +194,7 @@ TEST_F(HostileApi, StopStringsAtMost16) {
 
 TEST_F(HostileApi, UnauthorizedCarriesBearerChallenge) {
   ctx_.opts.api_key = "sekret";
-  HttpRequest r{.method = "GET", .path = "/v1/models", .headers = {}, .body = {}, .alive = [] { return true; }};
+  HttpRequest r{.method = "GET", .path = "/props", .headers = {}, .body = {}, .alive = [] { return true; }};
   HttpResponse resp = handle_request(ctx_, r);
   EXPECT_EQ(resp.status, 401);
   bool challenge = false;
