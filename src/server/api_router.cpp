@@ -40,9 +40,9 @@ static bool authorized(const ServerContext& ctx, const HttpRequest& req) {
 
 // CORS (llama-server answers any origin by default): the allowed origin for this request,
 // or "" when its Origin is not on the --cors-origins list.
-static std::string cors_origin(const ServerContext& ctx, const HttpRequest& req) {
-  const auto it = req.headers.find("origin");
-  const std::string origin = it == req.headers.end() ? "" : it->second;
+static std::string cors_origin(const ServerContext& ctx, const std::map<std::string, std::string>& headers) {
+  const auto it = headers.find("origin");
+  const std::string origin = it == headers.end() ? "" : it->second;
   if (ctx.opts.cors_origins == "*") return origin.empty() ? "*" : origin;
   size_t start = 0;
   while (start <= ctx.opts.cors_origins.size()) {
@@ -57,8 +57,11 @@ static std::string cors_origin(const ServerContext& ctx, const HttpRequest& req)
   return "";
 }
 
-static void add_cors_headers(const ServerContext& ctx, const HttpRequest& req, HttpResponse* r) {
-  const std::string origin = cors_origin(ctx, req);
+}  // namespace api
+
+void add_cors_headers(const ServerContext& ctx, const std::map<std::string, std::string>& req_headers,
+                      HttpResponse* r) {
+  const std::string origin = api::cors_origin(ctx, req_headers);
   if (origin.empty()) return;
   r->headers.push_back({"Access-Control-Allow-Origin", origin});
   if (origin != "*") {
@@ -66,11 +69,13 @@ static void add_cors_headers(const ServerContext& ctx, const HttpRequest& req, H
     r->headers.push_back({"Vary", "Origin"});
   }
   r->headers.push_back({"Access-Control-Allow-Methods", "GET, POST, OPTIONS"});
-  const auto asked = req.headers.find("access-control-request-headers");
+  const auto asked = req_headers.find("access-control-request-headers");
   r->headers.push_back({"Access-Control-Allow-Headers",
-                        asked != req.headers.end() ? asked->second : "Authorization, Content-Type, X-Api-Key"});
+                        asked != req_headers.end() ? asked->second : "Authorization, Content-Type, X-Api-Key"});
   r->headers.push_back({"Access-Control-Max-Age", "86400"});
 }
+
+namespace api {
 
 static HttpResponse route_health(ServerContext& ctx, const HttpRequest&) {
   if (!ctx.ready) return make_error(err(503, "Loading model"), ctx.opts.retry_after_s);
@@ -216,7 +221,7 @@ HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
   if (req.method == "OPTIONS") {  // a CORS preflight: answered without the API key
     r.status = 204;
     r.content_type = "text/plain";
-    api::add_cors_headers(ctx, req, &r);
+    add_cors_headers(ctx, req.headers, &r);
     return r;
   }
   try {
@@ -226,7 +231,7 @@ HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
     spdlog::error("internal error on {} {}: {}", req.method, req.path, e.what());
     r = api::make_error(api::err(500, "internal error"), 1);
   }
-  api::add_cors_headers(ctx, req, &r);
+  add_cors_headers(ctx, req.headers, &r);
   if (r.status >= 500)
     ctx.counters.http_errors_5xx++;
   else if (r.status >= 400)

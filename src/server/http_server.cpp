@@ -292,12 +292,19 @@ struct HttpServer::Impl {
   // Answers a request that is refused before any handler sees it, logs it, and closes.
   void reject(const std::shared_ptr<HttpConn>& c, int status, const std::string& message) {
     const uint64_t id = next_id++;
-    const std::string body = error_response(status, message, error_type_for(status)).body;
-    std::string out =
-        "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
-        "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\nConnection: close\r\nX-Request-Id: " + std::to_string(id) + (status == 503 ? "\r\nRetry-After: 1" : "") +
-        "\r\n\r\n" + body;
+    HttpResponse resp = error_response(status, message, error_type_for(status));
+    // Headers parsed so far (none when the head itself was refused) choose the CORS origin.
+    std::map<std::string, std::string> req_headers;
+    if (c->parser.head_done()) {
+      for (const auto& [k, v] : c->parser.request().headers) req_headers[k] = v;
+    }
+    add_cors_headers(ctx, req_headers, &resp);
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
+                      "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " +
+                      std::to_string(resp.body.size()) + "\r\nConnection: close\r\nX-Request-Id: " + std::to_string(id) +
+                      (status == 503 ? "\r\nRetry-After: 1" : "");
+    for (const auto& [k, v] : resp.headers) out += "\r\n" + k + ": " + v;
+    out += "\r\n\r\n" + resp.body;
     const ssize_t n = send(c->fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     std::string method = "-", target = "-";
     if (c->parser.head_done()) {
@@ -543,6 +550,8 @@ struct HttpServer::Impl {
       // Queued but not started when the shutdown began: only started requests drain.
       resp = error_response(503, "the server is shutting down", error_type_for(503));
       resp.headers.emplace_back("Retry-After", "1");
+      std::map<std::string, std::string> req_headers(pr.headers.begin(), pr.headers.end());
+      add_cors_headers(ctx, req_headers, &resp);
       ctx.counters.http_requests++;
       ctx.counters.http_errors_5xx++;
     } else {

@@ -274,6 +274,19 @@ TEST_F(HostileHttp, PostWithoutContentLengthGets411AtOnce) {
   EXPECT_LT(seconds_since(t0), 1.0);
 }
 
+// A refusal written by the transport itself carries the CORS headers too, so a browser client
+// can read the error (default --cors-origins *).
+TEST_F(HostileHttp, TransportRefusalsCarryCorsHeaders) {
+  const RawResponse r =
+      refused(port(), "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://app.example\r\n\r\n");
+  EXPECT_EQ(r.status, 411);
+  EXPECT_NE(r.headers.find("Access-Control-Allow-Origin: "), std::string::npos) << r.headers;
+  const RawResponse big = refused(port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " +
+                                              std::string(70 * 1024, 'a') + "\r\n\r\n");
+  EXPECT_EQ(big.status, 431);
+  EXPECT_NE(big.headers.find("Access-Control-Allow-Origin: *"), std::string::npos) << big.headers;
+}
+
 TEST_F(HostileHttp, HalfClosedClientStillGetsItsAnswer) {
   for (const std::string& request : {post_text("/tokenize", R"({"content":"half closed"})"),
                                      post_text("/completion", R"({"prompt":"half closed","n_predict":4})"),
