@@ -179,6 +179,24 @@ inline __m512i scale_pair(__m512i sc8, int p) {
 // The 32 sign bytes of an IQ2_XXS/IQ3_XXS block (byte 4 ib + l: group l of sub-block ib,
 // bit j = element 8l + j negative) from the 8 words w holding four 7-bit codes each
 // (bits 7l..7l+6): ksigns_iq2xs computed, not looked up: the code plus its parity in bit 7.
+// IQ2_XS / IQ2_S sub-scales: 8 bytes of two 4-bit scales -> 16 int32 lanes of 2s + 1, one
+// per group of 16 elements.
+inline __m512i iq2_scales16(const uint8_t* scales) {
+  uint64_t sc64;
+  std::memcpy(&sc64, scales, 8);
+  const __m128i nib = _mm_set_epi64x(static_cast<long long>(_pdep_u64(sc64 >> 32, 0x0F0F0F0F0F0F0F0Full)),
+                                     static_cast<long long>(_pdep_u64(sc64 & 0xFFFFFFFFu, 0x0F0F0F0F0F0F0F0Full)));
+  return _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+}
+
+// One 64-element pass p of IQ2_XS / IQ2_S: grid bytes g times the activations x negated where
+// the sign mask says, in 16 int32 lanes of 4 products, each times its group's sub-scale.
+inline __m512i iq2_scaled_dot(__m512i g, __m512i x, uint64_t signs, __m512i sc16, __m512i idx_sc, int p) {
+  const __m512i xs = _mm512_mask_sub_epi8(x, _cvtu64_mask64(signs), _mm512_setzero_si512(), x);
+  const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(idx_sc, _mm512_set1_epi32(4 * p)), sc16);
+  return _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, xs), sc);
+}
+
 inline __m256i ksigns_bytes(__m256i w) {
   // bit selects (ternary logic 0xD8: mask ? b : a): bits 0-6 of w, 7-13 of w << 1, ...
   const auto sel = [](__m256i a, __m256i b, int mask) {
@@ -474,17 +492,10 @@ void gemv4_iq2xs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       alignas(32) uint64_t sg[4];
       _mm256_store_si256(reinterpret_cast<__m256i*>(sg),
                          _mm512_cvtepi16_epi8(_mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(x, _mm512_set1_epi16(1)), 7))));
-      uint64_t sc64;
-      std::memcpy(&sc64, b.scales, 8);
-      const __m128i nib = _mm_set_epi64x(static_cast<long long>(_pdep_u64(sc64 >> 32, 0x0F0F0F0F0F0F0F0Full)),
-                                         static_cast<long long>(_pdep_u64(sc64 & 0xFFFFFFFFu, 0x0F0F0F0F0F0F0F0Full)));
-      const __m512i sc16 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+      const __m512i sc16 = iq2_scales16(b.scales);
       __m512i s = _mm512_setzero_si512();
       for (int p = 0; p < 4; ++p) {
-        const __m512i g = grid.expand.bytes(codes, p);
-        const __m512i xs = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
-        const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(idx_sc, _mm512_set1_epi32(4 * p)), sc16);
-        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, xs), sc));
+        s = _mm512_add_epi32(s, iq2_scaled_dot(grid.expand.bytes(codes, p), av.x[p], sg[p], sc16, idx_sc, p));
       }
       const float d = half_to_float(b.d) * ab.d;
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
@@ -516,12 +527,9 @@ void gemv4_iq2s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     av.load(ab);
     for (int r = 0; r < kRows; ++r) {
       const BlockIQ2_S& b = reinterpret_cast<const BlockIQ2_S*>(w0 + r * ws)[ib];
-      uint64_t sg[4], sc64;
+      uint64_t sg[4];
       std::memcpy(sg, b.qs + 32, 32);
-      std::memcpy(&sc64, b.scales, 8);
-      const __m128i nib = _mm_set_epi64x(static_cast<long long>(_pdep_u64(sc64 >> 32, 0x0F0F0F0F0F0F0F0Full)),
-                                         static_cast<long long>(_pdep_u64(sc64 & 0xFFFFFFFFu, 0x0F0F0F0F0F0F0F0Full)));
-      const __m512i sc16 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+      const __m512i sc16 = iq2_scales16(b.scales);
       const __m512i qh = _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh)));
       __m512i s = _mm512_setzero_si512();
       for (int h = 0; h < 2; ++h) {
@@ -532,9 +540,7 @@ void gemv4_iq2s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
           const int p = 2 * h + k;
           const __m256i gik = k == 0 ? _mm512_castsi512_si256(gi) : _mm512_extracti64x4_epi64(gi, 1);
           const __m512i g = _mm512_i32gather_epi64(gik, grid, 8);
-          const __m512i xs = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
-          const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(idx_sc, _mm512_set1_epi32(4 * p)), sc16);
-          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, xs), sc));
+          s = _mm512_add_epi32(s, iq2_scaled_dot(g, av.x[p], sg[p], sc16, idx_sc, p));
         }
       }
       const float d = half_to_float(b.d) * ab.d;
