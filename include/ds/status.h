@@ -9,20 +9,36 @@
 
 namespace ds {
 
+// What kind of failure a Status reports, for callers that answer differently by kind (the
+// command line's exit codes, the HTTP layer's status codes). Most failures are kError.
+enum class StatusCode {
+  kOk,
+  kError,            // an expected failure with no more specific kind (a bad file, no KV room)
+  kInvalidArgument,  // the caller's own input is malformed: a command line, a request field
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
-  static Status error(std::string message) { return Status(std::move(message), true); }
+  static Status error(std::string message) { return Status(StatusCode::kError, std::move(message)); }
+  static Status error(StatusCode code, std::string message) {
+    assert(code != StatusCode::kOk);
+    return Status(code, std::move(message));
+  }
+  static Status invalid_argument(std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  }
 
-  bool is_ok() const { return !failed_; }
-  explicit operator bool() const { return !failed_; }
+  bool is_ok() const { return code_ == StatusCode::kOk; }
+  explicit operator bool() const { return is_ok(); }
+  StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
  private:
-  Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
+  Status(StatusCode code, std::string message) : message_(std::move(message)), code_(code) {}
   std::string message_;
-  bool failed_ = false;
+  StatusCode code_ = StatusCode::kOk;
 };
 
 template <class T>
