@@ -3,9 +3,11 @@
 // value. Programmer errors are asserts, not Status.
 #pragma once
 #include <cassert>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ds {
 
@@ -15,6 +17,13 @@ enum class StatusCode {
   kOk,
   kError,            // an expected failure with no more specific kind (a bad file, no KV room)
   kInvalidArgument,  // the caller's own input is malformed: a command line, a request field
+  kOutOfRange,       // well-formed input that exceeds a limit of this instance (the context size)
+  kTooLarge,         // input larger than this instance accepts at all (a request body)
+  kUnauthorized,     // missing or wrong credentials
+  kNotFound,         // no such resource (an HTTP route, a model name)
+  kUnimplemented,    // a feature this build or configuration does not serve
+  kUnavailable,      // retry later: busy, loading, shutting down
+  kInternal,         // a bug or an invariant broken at run time
 };
 
 class [[nodiscard]] Status {
@@ -35,10 +44,19 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
+  // Named numbers behind the message (a prompt's token count, the context size), for callers
+  // that report a failure as data as well as text. Status::error(...).with_detail("n_ctx", 4096).
+  Status with_detail(std::string key, int64_t value) && {
+    details_.emplace_back(std::move(key), value);
+    return std::move(*this);
+  }
+  const std::vector<std::pair<std::string, int64_t>>& details() const { return details_; }
+
  private:
   Status(StatusCode code, std::string message) : message_(std::move(message)), code_(code) {}
   std::string message_;
   StatusCode code_ = StatusCode::kOk;
+  std::vector<std::pair<std::string, int64_t>> details_;
 };
 
 template <class T>
