@@ -69,7 +69,7 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c) {
     const std::string rule = "tool" + std::to_string(i);
     std::string body;
     switch (c.format) {
-      case ToolCallFormat::R1: {
+      case ToolCallFormat::kR1: {
         auto r = json_schema_rules(t.parameters, t.parameters, rule + "-args");
         if (!r) return Status::error("tools: '" + t.name + "': " + r.message());
         rules += r.value();
@@ -77,7 +77,7 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c) {
                lit("\n```" + std::string(kCallEnd) + std::string(kCallsEnd));
         break;
       }
-      case ToolCallFormat::V3_1: {
+      case ToolCallFormat::kV3_1: {
         auto r = json_schema_rules(t.parameters, t.parameters, rule + "-args");
         if (!r) return Status::error("tools: '" + t.name + "': " + r.message());
         rules += r.value();
@@ -85,16 +85,16 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c) {
                lit(std::string(kCallEnd) + std::string(kCallsEnd));
         break;
       }
-      case ToolCallFormat::V3_2:
-      case ToolCallFormat::V4: {
+      case ToolCallFormat::kV3_2:
+      case ToolCallFormat::kV4: {
         auto p = dsml_params(t.parameters, rule, &rules);
         if (!p) return p.status();
-        const std::string close = c.format == ToolCallFormat::V4 ? "</｜DSML｜tool_calls>" : "</｜DSML｜function_calls>";
+        const std::string close = c.format == ToolCallFormat::kV4 ? "</｜DSML｜tool_calls>" : "</｜DSML｜function_calls>";
         body = (named ? "" : lit(t.name + "\">\n") + " ") + (p.value().empty() ? "" : p.value() + " ") +
                lit("</｜DSML｜invoke>\n" + close);
         break;
       }
-      case ToolCallFormat::NONE:
+      case ToolCallFormat::kNone:
         return Status::error("tool_call_gbnf: the chat format has no tool calls");
     }
     alts += (alts.empty() ? "" : " | ") + std::string("(") + body + ")";

@@ -55,9 +55,9 @@ SubmitOutcome EngineLoop::submit(GenParams params) {
   }
   const int64_t id = next_id_++;
   switch (sched_->submit(id, params.prompt, params.cache_prompt)) {
-    case SubmitResult::ok:
+    case SubmitResult::kOk:
       break;
-    case SubmitResult::queue_full:
+    case SubmitResult::kQueueFull:
       ++totals_.requests_rejected;
       return {SubmitCode::queue_full, nullptr};
     default:

@@ -255,7 +255,7 @@ std::optional<ApiError> parse_chat_request(const json& body, const TextCodec& co
     return std::nullopt;
   }
   r->format = codec.tool_call_format();
-  if (r->format == ToolCallFormat::NONE) {
+  if (r->format == ToolCallFormat::kNone) {
     return err(400,
                "\"tools\": the chat format '" + codec.chat_template_name() +
                    "' has no tool-call syntax; choose one that has with --chat-template (deepseek-r1-distill-qwen, "
@@ -279,7 +279,7 @@ std::optional<ApiError> parse_chat_request(const json& body, const TextCodec& co
 std::string forced_call_prefill(const ChatRequest& r, std::string_view prompt) {
   if (!r.forced) return "";
   std::string close;
-  if (ChatTemplate::opens_reasoning(prompt)) close = r.format == ToolCallFormat::R1 ? "\n</think>\n\n" : "</think>";
+  if (ChatTemplate::opens_reasoning(prompt)) close = r.format == ToolCallFormat::kR1 ? "\n</think>\n\n" : "</think>";
   return close + r.forced->prefix;
 }
 

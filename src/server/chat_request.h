@@ -19,7 +19,7 @@ struct ChatRequest {
   ToolChoice tool_choice = ToolChoice::AUTO;
   std::string tool_name;  // NAMED: the function
   bool parallel_tool_calls = true;
-  ToolCallFormat format = ToolCallFormat::NONE;  // NONE: outputs are not parsed for calls
+  ToolCallFormat format = ToolCallFormat::kNone;  // NONE: outputs are not parsed for calls
 
   // Set when a call is forced (required / named): the prefill and the allowed tools'
   // schemas, the plug for a grammar constraint (see docs/chat.md "Forced tool calls").

@@ -53,7 +53,7 @@ void print_tokenizer(const GgufFile& f) {
               str("tokenizer.ggml.model").c_str(), str("tokenizer.ggml.pre").c_str(), toks->array_size(),
               merges ? merges->array_size() : 0, num("tokenizer.ggml.bos_token_id"),
               num("tokenizer.ggml.eos_token_id"), num("tokenizer.ggml.padding_token_id"));
-  if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->type == GgufValueType::STRING) {
+  if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->type == GgufValueType::kString) {
     std::printf("chat template: %zu bytes: %s\n", t->str.size(), t->to_string().c_str());
   }
 }

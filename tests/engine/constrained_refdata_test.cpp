@@ -171,7 +171,7 @@ TEST_F(ConstrainedRefdata, ForcedToolCallsInEveryFormatValidate) {
   open("tiny-llama-Q4_K_M");
   ASSERT_TRUE(loop_);
   int n_calls = 0;
-  for (ToolCallFormat f : {ToolCallFormat::R1, ToolCallFormat::V3_1, ToolCallFormat::V3_2, ToolCallFormat::V4}) {
+  for (ToolCallFormat f : {ToolCallFormat::kR1, ToolCallFormat::kV3_1, ToolCallFormat::kV3_2, ToolCallFormat::kV4}) {
     for (bool named : {true, false}) {
       ToolCallConstraint c;
       c.format = f;

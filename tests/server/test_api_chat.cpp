@@ -41,7 +41,7 @@ json user(const std::string& text) {
 class ApiChat : public ::testing::Test {
  protected:
   void TearDown() override { stop(); }
-  void start(std::string script, bool reasoning = false, ToolCallFormat tools = ToolCallFormat::V3_1) {
+  void start(std::string script, bool reasoning = false, ToolCallFormat tools = ToolCallFormat::kV3_1) {
     stop();
     FakeEngineOptions eo;
     eo.script = std::move(script);
@@ -134,7 +134,7 @@ TEST_F(ApiChat, ToolCallsNonStreaming) {
 }
 
 TEST_F(ApiChat, ReasoningThenDsmlCallWithNullContent) {
-  start("Plan: call weather.</think>" + kV4Calls, /*reasoning=*/true, ToolCallFormat::V4);
+  start("Plan: call weather.</think>" + kV4Calls, /*reasoning=*/true, ToolCallFormat::kV4);
   json j = post({{"messages", user("weather?")}, {"tools", kTools}});
   const json& msg = j["choices"][0]["message"];
   EXPECT_EQ(msg["reasoning_content"], "Plan: call weather.");
@@ -321,7 +321,7 @@ TEST_F(ApiChat, BadToolsAndMessagesNameTheField) {
   expect_400({{"messages", u}, {"reasoning_effort", "extreme"}}, "reasoning_effort");
   expect_400({{"messages", u}, {"parallel_tool_calls", "no"}}, "parallel_tool_calls");
   // A chat format without tool-call syntax refuses tools rather than ignoring them.
-  start("ok", false, ToolCallFormat::NONE);
+  start("ok", false, ToolCallFormat::kNone);
   expect_400({{"messages", u}, {"tools", kTools}}, "no tool-call syntax");
   expect_400({{"messages", u}, {"tools", kTools}}, "no tool-call syntax", "/apply-template");
 }
