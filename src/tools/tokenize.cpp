@@ -32,28 +32,10 @@ std::string escape_piece(const std::string& bytes) {
   size_t i = 0;
   while (i < bytes.size()) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\n') {
-      out += "\\n";
-      ++i;
-      continue;
-    }
-    if (c == '\t') {
-      out += "\\t";
-      ++i;
-      continue;
-    }
-    if (c == '\r') {
-      out += "\\r";
-      ++i;
-      continue;
-    }
-    if (c == '\\') {
-      out += "\\\\";
-      ++i;
-      continue;
-    }
-    if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
+    const char* escape = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\\' ? "\\\\" : nullptr;
+    if (escape || (c >= 0x20 && c < 0x7F)) {
+      if (escape) out += escape;
+      else out += static_cast<char>(c);
       ++i;
       continue;
     }
