@@ -6,7 +6,7 @@
 
 #include "ds/engine.h"
 #include "engine/runner.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 #include "runtime/numa.h"
 
 namespace ds {
