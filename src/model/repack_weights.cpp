@@ -71,7 +71,8 @@ Result<size_t> repack_weights(Weights& w, int n_expert, ThreadPool& pool, NumaMo
       }
     });
     for (int e = 0; e < j.count; ++e)
-      release_pages(w, m.data + static_cast<size_t>(e) * j.stride, static_cast<size_t>(n_panels * kPanelRows) * m.row_stride);
+      release_pages(w, m.data + static_cast<size_t>(e) * j.stride,
+                    static_cast<size_t>(n_panels * kPanelRows) * m.row_stride);
     m.panels = dst;
     total += static_cast<size_t>(n_items * kPanelRows) * m.row_stride;
     w.packed.push_back(std::move(*buf));

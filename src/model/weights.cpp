@@ -391,8 +391,8 @@ Status lock_weights(const GgufFile& file, const Weights& w) {
   for (const auto& [p, n] : ranges) total += n;
   for (const auto& [p, n] : ranges) {
     if (Status s = lock_memory(p, n); !s) {
-      return Status::error("cannot lock the model weights (" + std::to_string(total) + " bytes in all): " +
-                           s.message());
+      return Status::error("cannot lock the model weights (" + std::to_string(total) +
+                           " bytes in all): " + s.message());
     }
   }
   return Status::ok();

@@ -15,8 +15,8 @@
 
 #include "kernels/quant/repack.h"
 #include "model/model.h"
-#include "runtime/thread_pool.h"
 #include "refdata.h"
+#include "runtime/thread_pool.h"
 
 namespace ds::test {
 namespace {
