@@ -11,7 +11,7 @@
 #include <string>
 
 #include "ds/status.h"
-#include "model/tool_call_parser.h"
+#include "text/tool_call_parser.h"
 
 namespace ds::constrain {
 
