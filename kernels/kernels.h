@@ -17,8 +17,9 @@
 // [IQUANT_ORDER] for the i-quants and MXFP4 (exact integer sums, the float order documented
 // in kernels/ref/vec_dot_iq.cpp). F32/F16/BF16 agree with the reference to float rounding.
 //
-// Large F32/BF16 products can also go through oneDNN (kernels/onednn_gemm.h), which is
-// faster for many tokens but not batch invariant; it is opt-in and not in this table.
+// Builds with -DDS_WITH_ONEDNN=ON also have oneDNN's F32/BF16 matmul (kernels/onednn_gemm.h):
+// faster for many tokens but not batch invariant, so it is not in this table and no serving
+// path calls it (docs/architecture.md, "oneDNN").
 #pragma once
 #include <cstddef>
 #include <cstdint>
