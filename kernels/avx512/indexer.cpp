@@ -8,7 +8,7 @@
 // Each lane sums its dot product in element order like the reference (with FMAs); the heads'
 // sum runs in vector order, not in head order, so scores differ from the reference's at the
 // float-rounding level (tests/kernels/indexer_test.cpp).
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <algorithm>
 #include <cstring>
