@@ -275,9 +275,18 @@ TEST_F(ApiChat, AutoCallsAreHeldToTheirSchemaOnceOpened) {
   EXPECT_EQ(j["choices"][0]["message"]["content"], "No call needed.");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   // DSML (V4): the trigger <｜DSML｜tool_calls> starts the call; the templates' raw
-  // string="true" values pass the call grammar.
+  // string="true" values pass the call grammar; a parameter the schema lacks is not written.
+  const json long_body = {{"messages", user("hi")}, {"tools", kTools}, {"max_tokens", 600}};  // a token per byte
+  std::string v4 = kV4Calls;
+  v4.replace(v4.find("\"city\""), 6, "\"town\"");
+  start("ok" + v4, false, ToolCallFormat::V4);
+  j = post(long_body);
+  ASSERT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << j;
+  const json a4 = json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(a4.contains("city")) << a4;
+  EXPECT_FALSE(a4.contains("town")) << a4;
   start("ok" + kV4Calls, false, ToolCallFormat::V4);
-  j = post({{"messages", user("hi")}, {"tools", kTools}, {"max_tokens", 600}});  // one token per byte
+  j = post(long_body);
   EXPECT_EQ(json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
             json({{"city", "Hang \"zhou\""}, {"days", 3}})) << j;
 }
