@@ -24,7 +24,6 @@
 #include <string_view>
 
 #include "constrain/grammar.h"
-
 #include "ds/status.h"
 #include "model/tool_call_parser.h"
 

@@ -102,14 +102,16 @@ enum class Shape { OPENAI, LLAMA };
 // index base[i] + their own index (a part may itself hold several choices).
 class StreamMerger {
  public:
-  StreamMerger(StreamSink& sink, Shape shape, bool sum_prompts) : sink_(sink), shape_(shape), sum_prompts_(sum_prompts) {}
+  StreamMerger(StreamSink& sink, Shape shape, bool sum_prompts)
+      : sink_(sink), shape_(shape), sum_prompts_(sum_prompts) {}
 
   StreamSink part(int64_t base) {
     return {.write = [this, base](std::string_view ev) { return write(base, ev); },
-            .alive = [this] {
-              std::lock_guard lk(mu_);
-              return !gone_ && (!sink_.alive || sink_.alive());
-            }};
+            .alive =
+                [this] {
+                  std::lock_guard lk(mu_);
+                  return !gone_ && (!sink_.alive || sink_.alive());
+                }};
   }
 
   // After every part ended.
@@ -156,7 +158,8 @@ class StreamMerger {
   // Choices of one prompt count the prompt once; prompts of a batch each count.
   void add_usage(const json& u) {
     const int64_t p = u.value("prompt_tokens", int64_t{0}), c = u.value("completion_tokens", int64_t{0});
-    if (usage_.is_null()) usage_ = u;
+    if (usage_.is_null())
+      usage_ = u;
     else {
       if (sum_prompts_) usage_["prompt_tokens"] = usage_.value("prompt_tokens", int64_t{0}) + p;
       usage_["completion_tokens"] = usage_.value("completion_tokens", int64_t{0}) + c;
