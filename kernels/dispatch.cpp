@@ -1,8 +1,10 @@
 // Chooses the kernel table once per process. CPUID says what the CPU implements; XGETBV
 // says whether the OS saves the register state (YMM for AVX2, opmask/ZMM for AVX-512), and
 // AMX additionally needs the kernel's permission for tile data (arch_prctl
-// ARCH_REQ_XCOMP_PERM). The AVX-512 table requires F, BW, VL, DQ, VNNI and BF16 (Zen 4,
-// Cooper Lake, Sapphire Rapids and later); older AVX-512 CPUs get the AVX2 table.
+// ARCH_REQ_XCOMP_PERM). The AVX-512 table requires F, BW, VL, DQ and VNNI (Ice Lake,
+// Cascade Lake, Zen 4 and later); AVX-512 CPUs without VNNI (Skylake-SP) get the AVX2 table.
+// AVX512_BF16 only selects the entries that use vdpbf16ps (BF16 weights, attention over a
+// bf16 cache); without it those entries widen bf16 to f32.
 // The AMX table currently reuses the AVX-512 kernels (no tile kernels yet); it exists so
 // that callers and tests can see the hardware and OS grant it.
 // DS_ISA=ref|avx2|avx512|amx lowers the choice (never raises it past what is usable).

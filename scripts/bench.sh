@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7's table: prefill pp512, decode tg128 and 8-stream aggregate decode of the two
+# The performance table: prefill pp512, decode tg128 and 8-stream aggregate decode of the two
 # benchmark shapes (random weights, Q4_K_M, made by `ds-cli synth`), with this machine's
 # read bandwidth, int8, fp32 and (AVX512_BF16) bf16 peaks measured in the same run and the
 # rooflines they imply.
@@ -36,7 +36,8 @@ mkdir -p "$build/bench"
 declare -A shape=([dense]=r1-distill-qwen-1.5b [moe]=moe-bench [iq1]=moe-bench [iq4xs]=moe-bench)
 declare -A label=([dense]="R1-Distill-Qwen-1.5B shape" [moe]="V3-style MoE (V2-Lite scale)"
                   [iq1]="V3-style MoE, dynamic 1.58-bit mix" [iq4xs]="V3-style MoE, IQ4_XS")
-# The issue's reference numbers: reference engine pp/tg/x8, fastest fork pp/tg.
+# Published numbers for the same shapes, printed beside ours: the reference engine's pp/tg/x8 and
+# the fastest CPU fork's pp/tg (docs/performance.md, "Results").
 declare -A ref=([dense]="88 34 46 154 43" [moe]="151 60 81 429 68" [iq1]="- - - - -" [iq4xs]="- - - - -")
 declare -A mix=([iq1]="--type Q4_K_M --tensor-type ffn_gate_exps=IQ1_S --tensor-type ffn_up_exps=IQ1_S --tensor-type ffn_down_exps=IQ2_XXS"
                 [iq4xs]="retype")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time to first token through ds-server against the engine's own prefill time for the same
-# prompt length (issue 7: "within 10% of the pp rate").
+# prompt length, and against the time at the pp512 rate (the target: within 10%).
 #   scripts/bench_ttft.sh [MODEL.gguf] [extra ds-server flags...]
 # Env: PROMPT (prompt tokens, default 2000), REPEATS (default 3), THREADS (default 2),
 # KV_TYPE (the KV cache type of both the engine's runs and the server, default f16),
@@ -30,8 +30,8 @@ pp_json() {
     grep '^{' | tail -1
 }
 # The engine's rates are read before and after the server's runs (the server sits idle
-# meanwhile) and averaged: this kind of host drifts within minutes, and one reading a
-# minute away from the TTFT runs moved the ratio by +-20% (docs/performance.md, session 11).
+# meanwhile) and averaged: a shared or virtual host drifts within minutes, and one reading
+# a minute away from the TTFT runs can move the ratio by +-20%.
 pp_long=$(pp_json "$prompt")
 pp_512=$(pp_json 512)
 

@@ -23,11 +23,14 @@ struct EngineOptions {
   int n_threads = 0;         // 0: one per physical core
   std::string kv_type = "f16";   // f32 | f16 | bf16 | q8_0
   std::string numa = "none";     // distribute | isolate | none
+  // Lock the model's weights in RAM after load (the mapped file's pages still read, and the
+  // repacked copies); a refusal (RLIMIT_MEMLOCK) is a load error naming the bytes needed.
   bool mlock = false;
   int kv_block_size = 16;    // tokens per KV block
   int max_batch_tokens = 512;  // most tokens one step may carry (sizes the scratch)
   std::string isa;           // kernel table: ref | avx2 | avx512 | amx; empty: best (DS_ISA)
-  // Repack the Q4_K/Q5_K/Q6_K/Q8_0/Q5_0 weights into 16-row panels at load (AVX-512 only; docs/repack.md).
+  // Repack the Q2_K-Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices into 16-row panels at load
+  // (AVX-512 only; repack_supported in kernels/quant/repack.h, docs/repack.md).
   bool repack = true;
 };
 

@@ -1,11 +1,12 @@
 // AVX-512 decode GEMV for the K-quants: one activation row against 4 weight rows per pass
-// (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); Q4_0 and Q5_0 are in matmul_gemv32.cpp. Measured numbers:
-// tests/bench/RESULTS.md.
+// (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) when the weights are not repacked (--no-repack, AVX2-era
+// layouts, the rows past the last 16-row panel); Q4_0 and Q5_0 are in matmul_gemv32.cpp.
+// Measured numbers: docs/performance.md.
 //
 // Memory: a pass takes one row from each quarter of the caller's row range (gemv_rows),
 // so a thread reads 4 sequential streams, each followed by the hardware prefetcher. One
-// stream per core reads ~19 GB/s here, four ~32; adjacent rows (the old layout, with a
-// software prefetch ahead) behaved like one stream. Compute: instructions per weight byte
+// stream per core read ~19 GB/s on the 2-core Zen 5 test host, four ~32; adjacent rows
+// with a software prefetch ahead behaved like one stream. Compute: instructions per weight byte
 // decide the speed from cache, so the formulation differs from the tile loop (dot_blocks.h):
 // - products with VNNI dpbusd (u8 weights x s8 activations, 4 per int32 lane) instead of
 //   maddubs + dpwssd: a lane sums 4 elements of one sub-block, at most 4 * 63 * 128 in
@@ -339,8 +340,8 @@ int64_t gemv_max_tok(GgmlType t) {
 int64_t gemv_rows(const MatmulArgs& m) {
   const Gemv4Fn pass = gemv_pass(m.wtype);
   // Pass i takes row i of each quarter of the range: each quarter is read front to back,
-  // so the thread keeps 4 sequential streams going. One stream per core reads ~19 GB/s on
-  // this Zen 4, four ~32 (the probe in src/runtime/machine_limits.cpp, tests/bench/RESULTS.md).
+  // so the thread keeps 4 sequential streams going. One stream per core read ~19 GB/s on the
+  // Zen 5 test host, four ~32 (the probe in src/runtime/machine_limits.cpp, docs/performance.md).
   const int64_t q = (m.row_end - m.row_begin) / kRows;
   // Tokens inside the row loop: the pass's rows stay in L1 while each token passes.
   const GemvTokensFn tokens = m.n_tok > 1 ? gemv_tokens_fn_iq(m.wtype) : nullptr;

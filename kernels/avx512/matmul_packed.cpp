@@ -1,14 +1,14 @@
 // AVX-512 matmul over weights repacked into 16-row panels at load (kernels/quant/repack.h,
-// docs/repack.md): the K-quant panels of panel_kquant.h loaded with plain 64-byte loads
-// instead of row loads, transposes and gathers.
+// docs/repack.md): the panels of panel_kquant.h loaded with plain 64-byte
+// loads instead of row loads, transposes and gathers.
 //
 // Up to kSmallMaxTok activation rows (decode, batched decode) go panel after panel, each a
 // sequential stream with a software prefetch two blocks ahead (without it the packed stream
-// read 12.7 GB/s on one thread, with it 18.7; running 4 panels from 4 quarters in lockstep,
-// as the row GEMV does with rows, was slower in the engine: dense decode 25-38 vs 26-42 t/s,
-// 8-sequence aggregate 101-107 vs 137-144; without the software prefetch, 1, 2 or 4
-// panels in lockstep all read 0.4-0.5x as much from memory on this VM, session 5; two
-// panels in lockstep with it, one row, 0.75-0.9x, session 8). One or
+// read 12.7 GB/s on one thread, with it 18.7). Running 4 panels from 4 quarters in lockstep,
+// as the row GEMV does with rows, was slower in the engine (dense decode 25-38 vs 26-42 t/s,
+// 8-sequence aggregate 101-107 vs 137-144); without the software prefetch, 1, 2 or 4
+// panels in lockstep all read 0.4-0.5x as much from memory, and two panels in lockstep
+// with it, one row, 0.75-0.9x. One or
 // two rows (most routed experts in batched MoE decode) use fused kernels that decode the
 // quants straight into the products, reading each superblock's lines in address order;
 // 3-8 rows of Q4_K/Q5_K take k4_rows (4 or 8 rows decoding one sub-block pair at a time

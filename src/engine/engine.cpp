@@ -2,12 +2,10 @@
 // plus the model's tokenizer and summary. Sizing: the KV pool holds n_ctx * n_parallel
 // tokens, or as many blocks as kv_bytes allows; n_ctx is clamped to the model's context.
 #include <algorithm>
-#include <map>
 
 #include "ds/engine.h"
 #include "engine/runner.h"
 #include "model/tokenizer.h"
-#include "runtime/numa.h"
 
 namespace ds {
 
@@ -75,20 +73,6 @@ ModelInfo model_info(const Model& m, const Tokenizer& tok) {
   return info;
 }
 
-// --mlock: lock each shard's tensor data range.
-Status lock_weights(const GgufFile& f) {
-  std::map<int, std::pair<const uint8_t*, const uint8_t*>> ranges;
-  for (const GgufTensorInfo& t : f.tensors()) {
-    auto [it, fresh] = ranges.try_emplace(t.shard, t.data, t.data + t.nbytes);
-    if (!fresh) {
-      it->second.first = std::min(it->second.first, t.data);
-      it->second.second = std::max(it->second.second, t.data + t.nbytes);
-    }
-  }
-  for (const auto& [shard, r] : ranges) DS_RETURN_IF_ERROR(lock_memory(r.first, static_cast<size_t>(r.second - r.first)));
-  return Status::ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
@@ -100,7 +84,6 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   if (!kv_type) return kv_type.status();
   auto kernels = kernels_by_name(opts.isa);
   if (!kernels) return kernels.status();
-  if (opts.mlock) DS_RETURN_IF_ERROR(lock_weights((*model)->file()));
 
   const HParams& hp = (*model)->hp();
   const int n_ctx = static_cast<int>(std::min<int64_t>(std::max(opts.n_ctx, 1), hp.n_ctx_train));
@@ -124,6 +107,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   ModelInfo info = model_info(**model, **tok);
   auto runner = Runner::create(std::move(*model), ro);
   if (!runner) return runner.status();
+  if (opts.mlock) {
+    const Model& m = (*runner)->model();
+    if (Status st = lock_weights(m.file(), m.weights()); !st) return Status::error("--mlock: " + st.message());
+  }
   return std::unique_ptr<Engine>(new EngineImpl(std::move(*runner), std::move(*tok), std::move(info), n_ctx));
 }
 

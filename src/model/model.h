@@ -24,8 +24,8 @@ class Model {
 
   const HParams& hp() const { return hp_; }
   const Weights& weights() const { return *w_; }
-  // Packs the K-quant matrices into 16-row panels for the AVX-512 kernels (repack_weights,
-  // docs/repack.md); returns the bytes packed.
+  // Packs the quantized matrices (Q2_K-Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: repack_supported)
+  // into 16-row panels for the AVX-512 kernels (repack_weights); returns the bytes packed.
   Result<size_t> repack(ThreadPool& pool, NumaMode mode) { return repack_weights(*w_, hp_.n_expert, pool, mode); }
   const GgufFile& file() const { return *file_; }
 

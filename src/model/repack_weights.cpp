@@ -22,14 +22,16 @@ struct PackJob {
   size_t stride;
 };
 
-// Releases the pages lying wholly inside [p, p + bytes) from this process: they stay
-// mapped and valid (a later read faults them back in from the page cache).
-void release_pages(const uint8_t* p, size_t bytes) {
+// Releases the pages lying wholly inside [p, p + bytes) from this process and records them
+// in w.released: they stay mapped and valid (a later read faults them back in from the page
+// cache). Best effort: madvise only fails on locked pages, and --mlock locks after packing.
+void release_pages(Weights& w, const uint8_t* p, size_t bytes) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const auto a = reinterpret_cast<uintptr_t>(p);
   const uintptr_t b = (a + page - 1) / page * page, e = (a + bytes) / page * page;
-  // Best effort: locked pages (--mlock) refuse and simply stay resident.
-  if (e > b) (void)madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  if (e <= b) return;
+  (void)madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  w.released.emplace_back(reinterpret_cast<const uint8_t*>(b), e - b);
 }
 
 }  // namespace
@@ -69,7 +71,8 @@ Result<size_t> repack_weights(Weights& w, int n_expert, ThreadPool& pool, NumaMo
       }
     });
     for (int e = 0; e < j.count; ++e)
-      release_pages(m.data + static_cast<size_t>(e) * j.stride, static_cast<size_t>(n_panels * kPanelRows) * m.row_stride);
+      release_pages(w, m.data + static_cast<size_t>(e) * j.stride,
+                    static_cast<size_t>(n_panels * kPanelRows) * m.row_stride);
     m.panels = dst;
     total += static_cast<size_t>(n_items * kPanelRows) * m.row_stride;
     w.packed.push_back(std::move(*buf));

@@ -3,9 +3,13 @@
 // n_in elements. 3-D expert tensors are [n_in, n_out, n_expert].
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gguf/gguf_file.h"
 #include "kernels/kernels.h"
@@ -359,6 +363,39 @@ Result<std::unique_ptr<Weights>> load_weights(const GgufFile& f, const HParams& 
     DS_RETURN_IF_ERROR(load_layer(L, hp, il, &w->layers[static_cast<size_t>(il)]));
   }
   return w;
+}
+
+Status lock_weights(const GgufFile& file, const Weights& w) {
+  std::map<int, std::pair<const uint8_t*, const uint8_t*>> shards;  // tensor data range per shard
+  for (const GgufTensorInfo& t : file.tensors()) {
+    auto [it, fresh] = shards.try_emplace(t.shard, t.data, t.data + t.nbytes);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, t.data);
+      it->second.second = std::max(it->second.second, t.data + t.nbytes);
+    }
+  }
+  std::vector<std::pair<const uint8_t*, size_t>> released = w.released;
+  std::sort(released.begin(), released.end());
+  std::vector<std::pair<const void*, size_t>> ranges;
+  for (const auto& [shard, r] : shards) {
+    const uint8_t* lo = r.first;
+    for (const auto& [p, n] : released) {
+      if (p + n <= lo || p >= r.second) continue;
+      if (p > lo) ranges.emplace_back(lo, static_cast<size_t>(p - lo));
+      lo = std::max(lo, p + n);
+    }
+    if (r.second > lo) ranges.emplace_back(lo, static_cast<size_t>(r.second - lo));
+  }
+  for (const NumaBuffer& b : w.packed) ranges.emplace_back(b.data(), b.size());
+  size_t total = 0;
+  for (const auto& [p, n] : ranges) total += n;
+  for (const auto& [p, n] : ranges) {
+    if (Status s = lock_memory(p, n); !s) {
+      return Status::error("cannot lock the model weights (" + std::to_string(total) +
+                           " bytes in all): " + s.message());
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace ds

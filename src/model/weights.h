@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ds/status.h"
@@ -119,6 +120,9 @@ struct Weights {
   std::vector<std::vector<float>> owned;
   // Repacked matrices (repack_weights), one buffer each.
   std::vector<NumaBuffer> packed;
+  // Page-aligned ranges of the mapped file that repack_weights released (the packed copies
+  // replace them); --mlock leaves them out.
+  std::vector<std::pair<const uint8_t*, size_t>> released;
 };
 
 Result<std::unique_ptr<Weights>> load_weights(const GgufFile& file, const HParams& hp);
@@ -128,7 +132,13 @@ Result<std::unique_ptr<Weights>> load_weights(const GgufFile& file, const HParam
 // the pool's threads; then the original pages lying wholly inside the packed rows are
 // released from the process (madvise MADV_DONTNEED: still mapped and valid, a later read
 // faults them back in from the page cache), so resident memory stays about the file size.
-// n_expert: matrices per expert tensor. Returns the bytes packed.
+// The released ranges are recorded in w.released. n_expert: matrices per expert tensor. Returns the bytes packed.
 Result<size_t> repack_weights(Weights& w, int n_expert, ThreadPool& pool, NumaMode mode);
+
+// --mlock: locks what the forward pass reads, once the weights are in their final place:
+// each shard's tensor data range minus the pages repacking released (w.released; locking
+// them would fault the file's copy back in beside the packed one), plus the packed copies.
+// The total is summed first so that a refusal (RLIMIT_MEMLOCK) names the bytes needed.
+Status lock_weights(const GgufFile& file, const Weights& w);
 
 }  // namespace ds

@@ -57,8 +57,9 @@ struct FlopsPeakResult {
 Result<BandwidthResult> measure_read_bandwidth(ThreadPool& pool, const BandwidthOptions& opts = {});
 
 // The same probe keeping its buffer (allocated and first-touched once), so it can be read
-// again right next to each run it is compared with: this host's bandwidth swings by 2x
-// within minutes, and a probe taken a minute away from a decode test says little about it.
+// again right next to each run it is compared with: on shared or virtual hosts the bandwidth
+// can swing by 2x within minutes, and a probe taken a minute away from a decode test says
+// little about it.
 // `ds-cli bench` reads it just before and just after every decode repeat.
 class BandwidthProbe {
  public:

@@ -20,7 +20,7 @@ namespace ds {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;  // x86-64 transparent huge page size
-constexpr uint64_t kMaxL3PerCore = uint64_t{64} << 20;  // largest today: ~12 MiB (Genoa-X)
+constexpr uint64_t kMaxL3PerCore = uint64_t{64} << 20;  // largest shipping: ~12 MiB (Genoa-X)
 
 struct Hwloc {
   hwloc_topology_t topo = nullptr;

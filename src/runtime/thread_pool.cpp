@@ -39,12 +39,12 @@ using Clock = std::chrono::steady_clock;
 
 // Spinning pays only while every pool thread owns a CPU. On a shared or oversubscribed
 // host a spinner burns its time slice and is then descheduled for milliseconds, which
-// is far worse than a futex round trip (measured on a loaded 2-core VM: spin 100 us
+// is far worse than a futex round trip (measured on a loaded 2-core host: spin 100 us
 // -> p50 209 us per run(); futex only -> p50 4 us; idle host: spin -> 1.1 us). A
 // spinner that sees a gap between two clock reads much longer than the loop takes has
 // lost its CPU; it turns spinning off for the whole pool for kSpinBackoff. The threshold
-// sits above the hypervisor's own pauses and below a scheduler time slice: on the idle
-// 2-core VM, decode saw ~0.35 gaps per step of 20-200 us and none
+// sits above the hypervisor's own pauses and below a scheduler time slice: on an idle
+// 2-core virtual machine, decode saw ~0.35 gaps per step of 20-200 us and none
 // longer; with a 20 us threshold each one cost 20 ms of futex hand-offs (about 100
 // context switches per token) and decode was 5-8% slower than with spinning kept on.
 struct SpinPolicy {

@@ -161,10 +161,19 @@ const std::vector<Option>& options() {
               "deepseek-r1-distill-llama, deepseek-r1-distill-qwen, deepseek-v3.1, deepseek-v3.2, deepseek-v4, "
               "deepseek-v4-flash."),
       {"no-repack", "",
-       "Keep the K-quant weights in the file's layout instead of repacking them into 16-row panels at load "
-       "(AVX-512 CPUs; repacking makes prefill and batched decode faster and takes about a second per GB).",
+       "Keep the quantized weights (Q2_K-Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in the file's layout instead of "
+       "repacking them into 16-row panels at load (AVX-512 CPUs; repacking makes decode, batched decode and "
+       "prefill faster and takes about a second per GB).",
        [](ServerConfig& c, const std::string& v) {
          c.repack = v == "false";
+         return Status::ok();
+       }},
+      {"mlock", "",
+       "Lock the model's weights in RAM after load, so that they are never paged out. Needs a locked-memory "
+       "limit of at least the model size (ulimit -l, LimitMEMLOCK= in the systemd unit); otherwise the server "
+       "exits 1 with an error naming the limit and the bytes needed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.mlock = v != "false";
          return Status::ok();
        }},
       {"no-prefix-cache", "", "Do not share KV blocks between requests with the same prompt prefix.",

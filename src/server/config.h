@@ -23,6 +23,7 @@ struct ServerConfig {
   std::string kv_type = "f16";
   std::string numa = "none";
   bool repack = true;
+  bool mlock = false;  // lock the weights in RAM after load
   std::string api_key;
   std::string log_format = "text";
   int batch_tokens = 512;

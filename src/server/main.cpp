@@ -41,6 +41,7 @@ Result<Loaded> load(const ServerConfig& c) {
   eo.kv_type = c.kv_type;
   eo.numa = c.numa;
   eo.repack = c.repack;
+  eo.mlock = c.mlock;
   eo.max_batch_tokens = c.batch_tokens;
   Loaded l;
   auto engine = Engine::create(eo);

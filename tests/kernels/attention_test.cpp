@@ -2,7 +2,7 @@
 // materialized scores, softmax and weighted sum in double over the same KV values (read
 // back from the cache, so F16/BF16/Q8_0 caches are compared on equal terms). Contexts 1 to
 // 4,096, one query and several (causal by position), paged blocks in shuffled order.
-// Prefill chunks (issue 7: several queries share each converted KV tile): chunks of 3 to 37
+// Prefill chunks (several queries share each converted KV tile): chunks of 3 to 37
 // queries, scattered and repeated positions, row tails, and bitwise independence of a
 // query's output from the other queries and heads of its call [BATCH_INVARIANT].
 // Tables with attn_bf16_dot round q and the softmax weights to bf16 over a BF16 cache (GQA
@@ -23,7 +23,9 @@
 namespace ds::test {
 namespace {
 
-constexpr double kAttnRelTol = 1e-5;  // issue 4: within 1e-5 relative of naive attention
+// The product's bar for attention: within 1e-5 relative of naive attention in double, the
+// per-sub-layer bar of ../shared/refdata/README.md.
+constexpr double kAttnRelTol = 1e-5;
 constexpr int kBlockSize = 16;        // KV page size (tokens), not a divisor of most contexts
 
 // A paged KV cache of n_tok rows of `width` elements of type t, filled with random values.
@@ -261,7 +263,7 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
     }
 }
 
-// ---- Prefill chunks: several queries per call (issue 7) ----
+// ---- Prefill chunks: several queries per call ----
 
 // The cache as doubles, [ctx][width]: the naive side reads each row once.
 std::vector<double> cache_doubles(const PagedKv& kv, int64_t ctx) {

@@ -1,5 +1,5 @@
 // ds-server options: flags, the JSON config file (same names), precedence, errors that name
-// the option, and --help documenting every option the issue lists.
+// the option, and --help documenting every option.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -55,6 +55,25 @@ TEST(Config, FlagsParse) {
   EXPECT_EQ(c.max_queue, 5);
   EXPECT_EQ(c.chat_template, "deepseek-r1");
   EXPECT_FALSE(c.prefix_cache);
+}
+
+TEST(Config, MlockIsASwitchOffByDefault) {
+  auto plain = parse_server_args({"--model", "m.gguf"});
+  ASSERT_TRUE(plain.is_ok()) << plain.message();
+  EXPECT_FALSE(plain->config.mlock);
+  auto flag = parse_server_args({"--model", "m.gguf", "--mlock"});
+  ASSERT_TRUE(flag.is_ok()) << flag.message();
+  EXPECT_TRUE(flag->config.mlock);
+  const std::string dir = test::make_temp_dir("cfg_mlock");
+  std::ofstream(dir + "/on.json") << R"({"model": "a.gguf", "mlock": true})";
+  std::ofstream(dir + "/off.json") << R"({"model": "a.gguf", "mlock": false})";
+  auto on = parse_server_args({"--config", dir + "/on.json"});
+  ASSERT_TRUE(on.is_ok()) << on.message();
+  EXPECT_TRUE(on->config.mlock);
+  auto off = parse_server_args({"--config", dir + "/off.json"});
+  ASSERT_TRUE(off.is_ok()) << off.message();
+  EXPECT_FALSE(off->config.mlock);
+  EXPECT_NE(help_text().find("--mlock"), std::string::npos);
 }
 
 TEST(Config, ErrorsNameTheOption) {

@@ -1,12 +1,20 @@
 // End-to-end tests of the real ds-server binary on the ../shared/refdata models, over HTTP
-// on 127.0.0.1 only, with bounded loops. What the "done when" lists: documented
-// fields of every generation route, greedy output == `ds-cli generate`, 16 concurrent
-// streams == each alone, clear errors for bad requests with the server still serving and
-// the KV cache back to zero when idle, a full queue, a prompt over the context, a client
-// hanging up, the prefix cache, n choices run together, API keys, and a clean exit 0 on SIGTERM.
+// on 127.0.0.1 only, with bounded loops: documented fields of every generation route,
+// greedy output == `ds-cli generate`, 16 concurrent streams == each alone, clear errors for
+// bad requests with the server still serving and the KV cache back to zero when idle, a
+// full queue, a prompt over the context, a client hanging up, the prefix cache, n choices
+// run together, API keys, --mlock (locked weights, or exit 1 naming the limit), and a clean
+// exit 0 on SIGTERM.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -489,6 +497,78 @@ TEST(ServerE2EAlone, LlamaServerCommandLine) {
   EXPECT_EQ(j["generation_settings"]["temperature"], 0.0);
   EXPECT_NE(c.headers.find("Access-Control-Allow-Origin: *"), std::string::npos) << c.headers;
   EXPECT_EQ(s.stop(), 0) << s.log();
+}
+
+// Locked pages of a running process (VmLck of /proc/PID/status), in bytes; -1 if unreadable.
+int64_t locked_bytes(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmLck:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+// --mlock under a limit that allows it: the server comes up with the weights locked.
+TEST(ServerE2EAlone, MlockLocksTheWeights) {
+  const std::string model = model_path("tiny-llama-Q4_K_M.gguf");
+  struct rlimit rl {};
+  ASSERT_EQ(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+  rl.rlim_cur = rl.rlim_max;  // the child inherits the raised soft limit
+  ASSERT_EQ(setrlimit(RLIMIT_MEMLOCK, &rl), 0);
+  std::ifstream f(model, std::ios::binary | std::ios::ate);
+  const auto file_bytes = static_cast<int64_t>(f.tellg());
+  if (rl.rlim_cur != RLIM_INFINITY && static_cast<int64_t>(rl.rlim_cur) < 2 * file_bytes && geteuid() != 0) {
+    GTEST_SKIP() << "RLIMIT_MEMLOCK hard limit " << rl.rlim_max << " is below the model's size";
+  }
+  ServerProcess s;
+  ASSERT_TRUE(s.start({"--model", model, "--mlock", "--parallel", "1", "--threads", "2"}));
+  const int64_t locked = locked_bytes(s.pid());
+  // Every weight byte the forward pass reads, and not the file's pages that repacking released.
+  EXPECT_GT(locked, file_bytes / 2) << s.log();
+  EXPECT_LT(locked, file_bytes + (int64_t{16} << 20)) << s.log();
+  json c = post(s.port(), "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 4}});
+  EXPECT_EQ(c["tokens_predicted"], 4);
+  EXPECT_EQ(s.stop(), 0) << s.log();
+}
+
+// --mlock under a locked-memory limit that is too small (and without CAP_IPC_LOCK, which
+// would bypass it): exit 1 with an error that names the limit and the bytes needed.
+TEST(ServerE2EAlone, MlockOverTheLimitExitsWithAClearError) {
+  const std::string bin = binary_dir() + "/src/ds-server";
+  const std::string log = make_temp_dir("ds_server_mlock") + "/server.log";
+  std::vector<std::string> args = {bin, "--host", "127.0.0.1", "--port", "0", "--model",
+                                   model_path("tiny-llama-Q4_K_M.gguf"), "--mlock", "--threads", "2"};
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    struct rlimit rl = {64 << 10, 64 << 10};
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(126);
+    (void)prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0);  // root: exec then runs without it
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  close(fd);
+  int status = 0;
+  for (int i = 0; i < 600 && waitpid(pid, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(100ms);
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "ds-server still ran 60 s after start-up with an mlock it cannot do";
+  }
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;
+  EXPECT_NE(text.find("--mlock: cannot lock the model weights ("), std::string::npos) << text;
+  EXPECT_NE(text.find("bytes in all"), std::string::npos) << text;
+  EXPECT_NE(text.find("RLIMIT_MEMLOCK is 65536 bytes"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Tokenizer speed on ~100 KB of mixed English / Chinese / code text (seeded, generated here).
 // Reported: encode with a cold word cache (a fresh tokenizer per iteration, load excluded) and
 // with a warm one, for the deepseek-v3 and qwen2 (NFC) vocabularies. Target: well under 100 ms
-// per 100 KB on one core (issue 3).
+// per 100 KB on one core.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // ds-cli bench and ds-cli doctor as an operator runs them: bench --json prints exactly one
-// JSON object with the fields the issue names, all positive when measured; --depth and
+// JSON object with the documented fields (README), all positive when measured; --depth and
 // --profile work; bad arguments and a missing model exit non-zero with a message; doctor
 // reports instruction sets, topology, measured limits and recommended flags.
 #include <gtest/gtest.h>
