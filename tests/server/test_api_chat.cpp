@@ -268,8 +268,8 @@ TEST_F(ApiChat, AutoCallsAreHeldToTheirSchemaOnceOpened) {
     }
   }
   EXPECT_EQ(json::parse(streamed), args);
-  // Without the grammar (tool_choice auto used to leave calls unconstrained) the same model's
-  // call would name "town"; a model that writes no call ends as it likes, with EOS: "stop".
+  // Unconstrained, the same model's call would name "town". A model that writes no call ends
+  // as it likes, with EOS: "stop".
   start("No call needed.");
   j = post(body);
   EXPECT_EQ(j["choices"][0]["message"]["content"], "No call needed.");
