@@ -2,6 +2,9 @@
 #
 #   cmake --install build [--prefix /usr]   ds-server, ds-cli, the systemd units, the example
 #                                           config and the docs, in the standard places
+#   cmake --install build --component dev   libds: the static libraries (libds.a and the
+#                                           kernels' libds_kernels.a) and the public headers
+#                                           include/ds/*.h (not part of the package)
 #   scripts/package.sh                      the .deb (prefix /usr, config in /etc)
 #
 # The units name the installed paths, so they are written at install time for the prefix
@@ -10,6 +13,9 @@ set(CMAKE_INSTALL_DOCDIR share/doc/ds-server)
 include(GNUInstallDirs)
 
 install(TARGETS ds-server ds-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ds ds_kernels ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev EXCLUDE_FROM_ALL)
+install(DIRECTORY include/ds DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev EXCLUDE_FROM_ALL
+        FILES_MATCHING PATTERN "*.h")
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 install(FILES configs/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/configs)

@@ -5,7 +5,7 @@
 // Independent accumulator chains hide the instruction latency, so the loop is bound by
 // throughput alone; nothing touches memory.
 // One file per ISA (avx512/peak_vnni.cpp, avx2/peak_avx2.cpp); the caller picks one
-// after checking CPUID (src/runtime/machine_limits.cpp).
+// after checking CPUID (src/tools/machine_limits.cpp).
 #pragma once
 #include <cstdint>
 

@@ -6,7 +6,7 @@ tables; ../shared/SPEC-iquants.md). They are data, so they are embedded from the
 rather than typed by hand: every entry is taken from 'hex_le' (little-endian at the
 table's declared width), each table's SHA-256 over those bytes is checked against the
 file's 'sha256_le' before anything is written, and the digest is embedded beside the table
-so tests/quant/test_iq_tables.cpp can recompute it from the compiled data.
+so tests/kernels/quant/iq_tables_test.cpp can recompute it from the compiled data.
 
 usage: scripts/gen_iq_tables.py [path/to/iq_tables.json] > kernels/quant/iq_tables.cpp
 (default path: ../shared/quant/iq_tables.json beside the repository)

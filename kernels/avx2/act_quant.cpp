@@ -1,4 +1,4 @@
-// AVX2 activation quantization, bit-exact to kernels/ref/act_quant.cpp (SPEC.md): the
+// AVX2 activation quantization, bit-exact to kernels/quant/act_quant.cpp (SPEC.md): the
 // same float operations per element as the reference, 8 lanes at a time; maxima and
 // integer sums are order-independent. Row tails of F16/BF16 use the scalar conversions.
 #include <immintrin.h>

@@ -140,24 +140,39 @@ void tile_float(int64_t n, const typename F::T* w, const uint8_t* act, size_t ac
   for (int t = 0; t < NT; ++t) out[t * out_stride] = hsum256(acc[t]);
 }
 
+// Activation rows per unpacked block: the i-quants' unpack (grid lookups, sign and scale
+// vectors) costs several times their per-row products, so they take 8 rows per tile.
+template <class Dq>
+constexpr int tile_rows() {
+  constexpr bool kIq = std::is_base_of_v<IqGridBase<1, 8>, Dq> || std::is_base_of_v<IqGridBase<1, 4>, Dq> ||
+                       std::is_base_of_v<IqGridBase<1, 1>, Dq> || std::is_same_v<Dq, DotIQ1_S> ||
+                       std::is_same_v<Dq, DotIQ1_M> || std::is_same_v<Dq, DotIQ4_XS>;
+  return kIq ? 8 : kMaxTile;
+}
+
+// The tail of fewer than tile_rows<Dq>() activation rows as one tile of n rows.
+template <class Dq, int N = tile_rows<Dq>() - 1>
+void tile_tail(int n, int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t act_stride, float* out,
+               int64_t out_stride) {
+  if constexpr (N > 0) {
+    if (n == N) return tile<Dq, N>(nb, w, act, act_stride, out, out_stride);
+    tile_tail<Dq, N - 1>(n, nb, w, act, act_stride, out, out_stride);
+  }
+}
+
 // One weight row against activation rows [0, n_tok), NT rows at a time then the tail.
 template <class Dq>
 struct Quant {
   static void row(const MatmulArgs& m, int64_t r, int64_t t0, int64_t nt) {
+    constexpr int kTile = tile_rows<Dq>();
     const auto* w = reinterpret_cast<const typename Dq::WBlock*>(static_cast<const uint8_t*>(m.w) + r * m.w_row_stride);
     const int64_t nb = m.n_in / Dq::kBlock;
     const uint8_t* act = static_cast<const uint8_t*>(m.act);
     int64_t t = t0;
-    for (; t + kMaxTile <= t0 + nt; t += kMaxTile)
-      tile<Dq, kMaxTile>(nb, w, act + t * m.act_row_stride, m.act_row_stride, m.out + t * m.out_stride + r, m.out_stride);
-    float* o = m.out + t * m.out_stride + r;
-    const uint8_t* at = act + t * m.act_row_stride;
-    switch (t0 + nt - t) {
-      case 3: tile<Dq, 3>(nb, w, at, m.act_row_stride, o, m.out_stride); break;
-      case 2: tile<Dq, 2>(nb, w, at, m.act_row_stride, o, m.out_stride); break;
-      case 1: tile<Dq, 1>(nb, w, at, m.act_row_stride, o, m.out_stride); break;
-      default: break;
-    }
+    for (; t + kTile <= t0 + nt; t += kTile)
+      tile<Dq, kTile>(nb, w, act + t * m.act_row_stride, m.act_row_stride, m.out + t * m.out_stride + r, m.out_stride);
+    tile_tail<Dq>(static_cast<int>(t0 + nt - t), nb, w, act + t * m.act_row_stride, m.act_row_stride,
+                  m.out + t * m.out_stride + r, m.out_stride);
   }
   static float dot(int64_t n, const void* w, const void* a) {
     float out;

@@ -1,4 +1,4 @@
-// AVX-512 activation quantization, bit-exact to kernels/ref/act_quant.cpp (SPEC.md):
+// AVX-512 activation quantization, bit-exact to kernels/quant/act_quant.cpp (SPEC.md):
 // the same float operations per element (x * (127/amax) for Q8_0/Q8_1 [Q8_0_X86], iscale * x
 // for Q8_K, both rounded half to even), only vectorized. Maxima and
 // integer sums are order-independent, so they can be reduced in any order.

@@ -1,11 +1,11 @@
 // Internal: the AVX-512 kernels (one .cpp per op in this directory), assembled into a
-// KernelTable by table.cpp. Signatures are those of kernels.h (kernels/simd/entry_points.inc).
+// KernelTable by table.cpp. Signatures are those of kernels.h (kernels/entry_points.inc).
 #pragma once
 #include "kernels/kernels.h"
 
 namespace ds::avx512 {
 
-#include "kernels/simd/entry_points.inc"
+#include "kernels/entry_points.inc"
 
 // matmul.cpp: vec_dot and matmul for CPUs without AVX512_BF16 (BF16 weights widened to
 // float); every other weight type goes to vec_dot / matmul.

@@ -341,7 +341,7 @@ int64_t gemv_rows(const MatmulArgs& m) {
   const Gemv4Fn pass = gemv_pass(m.wtype);
   // Pass i takes row i of each quarter of the range: each quarter is read front to back,
   // so the thread keeps 4 sequential streams going. One stream per core read ~19 GB/s on the
-  // Zen 5 test host, four ~32 (the probe in src/runtime/machine_limits.cpp, docs/performance.md).
+  // Zen 5 test host, four ~32 (the probe in src/tools/machine_limits.cpp, docs/performance.md).
   const int64_t q = (m.row_end - m.row_begin) / kRows;
   // Tokens inside the row loop: the pass's rows stay in L1 while each token passes.
   const GemvTokensFn tokens = m.n_tok > 1 ? gemv_tokens_fn_iq(m.wtype) : nullptr;

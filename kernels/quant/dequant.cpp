@@ -6,7 +6,8 @@
 #include <cassert>
 #include <cstring>
 
-#include "kernels/kernels.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/dequant.h"
 #include "kernels/quant/dequant_iq.h"
 #include "kernels/quant/fp16.h"
 

@@ -1,4 +1,4 @@
-// Internal to kernels/quant: the i-quant and MXFP4 part of dequantize_row (kernels.h).
+// Internal to kernels/quant: the i-quant and MXFP4 part of dequantize_row (dequant.h).
 #pragma once
 #include <cstdint>
 

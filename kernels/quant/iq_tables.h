@@ -1,7 +1,7 @@
 // The lookup tables of the i-quant and MXFP4 types (../shared/SPEC-iquants.md, "Lookup
 // tables"). They are data, embedded from ../shared/quant/iq_tables.json by
 // scripts/gen_iq_tables.py into iq_tables.cpp (committed, so the build needs no data
-// directory); tests/quant/test_iq_tables.cpp checks each table's SHA-256 against the file.
+// directory); tests/kernels/quant/iq_tables_test.cpp checks each table's SHA-256 against the file.
 //
 // Grid entries pack one coordinate per byte, coordinate k in byte k (least significant
 // first). kIq1sGrid bytes are signed (-1, 0, +1); the others are unsigned magnitudes.

@@ -9,7 +9,7 @@
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/fp16.h"
 #include "kernels/quant/quantize_iq.h"
-#include "kernels/ref/act_quant.h"
+#include "kernels/quant/act_quant.h"
 
 namespace ds {
 namespace {

@@ -1,7 +1,7 @@
 // Reference weight quantization (float rows -> GGUF blocks), used by `ds-cli quantize`
 // and `ds-cli synth`. Not on any hot path: clarity and quality over speed.
 //
-// Q8_0 and Q8_K are the bit-exact activation quantizers of kernels/ref/act_quant.h.
+// Q8_0 and Q8_K are the bit-exact activation quantizers of kernels/quant/act_quant.h.
 // Q4_0/Q5_0 (and Q4_1/Q5_1) use the plain per-block scale (and min) of the format's
 // definition. The K-quants search each sub-block's scale (and min) by weighted least
 // squares over a grid of candidate scales, as the GGUF ecosystem's reference quantizer does

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/quant/fp16.h"
-#include "kernels/ref/act_quant.h"
+#include "kernels/quant/act_quant.h"
 #include "kernels/ref/ref.h"
 
 namespace ds::ref {

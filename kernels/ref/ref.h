@@ -14,7 +14,7 @@
 
 namespace ds::ref {
 
-#include "kernels/simd/entry_points.inc"
+#include "kernels/entry_points.inc"
 void moe_route(const MoeRouteArgs& a);
 
 // The reference dot product of an i-quant or MXFP4 weight row (kernels/ref/vec_dot_iq.cpp,

@@ -22,7 +22,7 @@ constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row 
 constexpr int kTileFloats = 16 * kMaxRowWidth;  // one K (or V) tile: 16 rows of the widest row
 constexpr int kAccFloats = 49152;               // accumulators of one job (192 x 128, 96 x 512)
 
-// The L1 data cache in bytes; 32 KB when unknown. Defined in kernels/dispatch.cpp (base
+// The L1 data cache in bytes; 32 KB when unknown. Defined in kernels/dispatch/dispatch.cpp (base
 // ISA flags): an inline definition here would be compiled once per ISA.
 size_t l1d_bytes();
 

@@ -25,7 +25,7 @@
 
 #include "constrain/grammar.h"
 #include "ds/status.h"
-#include "model/tool_call_parser.h"
+#include "text/tool_call_parser.h"
 
 namespace ds::constrain {
 

@@ -5,7 +5,7 @@
 
 #include "ds/engine.h"
 #include "engine/runner.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 
 namespace ds {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ds/engine.h"
-#include "engine/engine_loop.h"
+#include "serve/engine_loop.h"
 #include "server/text_codec.h"
 
 namespace ds {

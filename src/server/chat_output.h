@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tool_call_parser.h"
+#include "text/tool_call_parser.h"
 #include "server/text_codec.h"
 #include "server/text_stream.h"
 

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 
 namespace ds::api {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "model/chat_input.h"
-#include "model/tool_call_parser.h"
+#include "text/chat_input.h"
+#include "text/tool_call_parser.h"
 #include "server/api_internal.h"
 
 namespace ds::api {

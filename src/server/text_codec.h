@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ds/status.h"
-#include "model/chat_input.h"
-#include "model/tool_call_parser.h"
+#include "text/chat_input.h"
+#include "text/tool_call_parser.h"
 
 namespace ds {
 

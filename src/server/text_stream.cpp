@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "model/tokenizer.h"  // utf8_complete_prefix
+#include "ds/tokenizer.h"  // utf8_complete_prefix
 
 namespace ds {
 
@@ -32,7 +32,7 @@ static int utf8_seq_len(std::string_view s, size_t i) {
 }
 
 // Invalid bytes become U+FFFD together with the continuation bytes that follow them: the
-// tokenizer's StreamDecoder rule (src/model/tokenizer.cpp), so the server's text equals what
+// tokenizer's StreamDecoder rule (src/text/tokenizer.cpp), so the server's text equals what
 // `ds-cli generate` prints for the same tokens.
 std::string utf8_sanitize(std::string_view s) {
   std::string out;

@@ -2,8 +2,8 @@
 #pragma once
 #include <memory>
 
-#include "model/chat_template.h"
-#include "model/tokenizer.h"
+#include "text/chat_template.h"
+#include "ds/tokenizer.h"
 #include "server/text_codec.h"
 
 namespace ds {

@@ -21,7 +21,7 @@
 #include "ds/engine.h"
 #include "gguf/gguf_file.h"
 #include "kernels/kernels.h"
-#include "runtime/machine_limits.h"
+#include "tools/machine_limits.h"
 #include "runtime/thread_pool.h"
 #include "tools/bench_constrained.h"
 #include "tools/command.h"

@@ -9,7 +9,7 @@
 
 #include "constrain/json_schema.h"
 #include "constrain/matcher.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 #include "runtime/sampler.h"
 
 namespace ds::cli {

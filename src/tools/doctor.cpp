@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "runtime/machine_limits.h"
+#include "tools/machine_limits.h"
 #include "runtime/numa.h"
 #include "tools/cli_args.h"
 #include "tools/command.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/runner.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 #include "tools/cli_args.h"
 #include "util/files.h"
 #include "tools/command.h"

@@ -13,7 +13,7 @@
 
 #include "ds/engine.h"
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 #include "tools/cli_args.h"
 #include "tools/command.h"
 

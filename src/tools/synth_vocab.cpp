@@ -3,7 +3,7 @@
 #include "tools/synth_vocab.h"
 
 #include "gguf/gguf_file.h"
-#include "model/bpe_trainer.h"
+#include "tools/bpe_trainer.h"
 #include "tools/synth_corpus.h"
 #include "util/strings.h"
 

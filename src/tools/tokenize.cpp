@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 #include "tools/command.h"
 #include "util/files.h"
 

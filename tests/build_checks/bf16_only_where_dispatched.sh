@@ -4,7 +4,7 @@
 # the tiles instantiated for DotBF16 (kernels/avx512/matmul.cpp) and the attention
 # instantiated for Vec16Bf16 (kernels/avx512/attention.cpp, flash_attn_bf16), and the bf16
 # peak loop (kernels/avx512/peak_vnni.cpp, called by measure_bf16_peak after its CPUID
-# check, src/runtime/machine_limits.cpp). Anything else
+# check, src/tools/machine_limits.cpp). Anything else
 # would be SIGILL on those CPUs. usage: SCRIPT OBJECT_DIR
 set -euo pipefail
 dir=$1

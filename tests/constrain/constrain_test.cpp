@@ -13,7 +13,7 @@
 #include "constrain/matcher.h"
 #include "constrain/tool_call_grammar.h"
 #include "json_validate.h"
-#include "model/tool_call_parser.h"
+#include "text/tool_call_parser.h"
 
 namespace ds::test {
 namespace {

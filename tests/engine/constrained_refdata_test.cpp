@@ -14,8 +14,8 @@
 #include "constrain/matcher.h"
 #include "constrain/tool_call_grammar.h"
 #include "ds/engine.h"
-#include "engine/engine_loop.h"
-#include "model/tokenizer.h"
+#include "serve/engine_loop.h"
+#include "ds/tokenizer.h"
 #include "refdata.h"
 
 namespace ds::test {

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "ds/engine.h"
-#include "model/tokenizer.h"
+#include "ds/tokenizer.h"
 #include "refdata.h"
 #include "test_util.h"
 
