@@ -29,7 +29,10 @@ ds_require_pkgconfig(PCRE2 libpcre2-8 libpcre2-dev)
 ds_require_pkgconfig(ICU icu-uc libicu-dev)
 ds_require_config(nlohmann_json nlohmann_json::nlohmann_json nlohmann-json3-dev)
 ds_require_config(spdlog spdlog::spdlog libspdlog-dev)
-ds_require_config(dnnl DNNL::dnnl libdnnl-dev)
+if(DS_WITH_ONEDNN)
+  # Debian's package config also needs OpenCL headers (ocl-icd-opencl-dev): setup.sh --onednn.
+  ds_require_config(dnnl DNNL::dnnl "libdnnl-dev ocl-icd-opencl-dev")
+endif()
 
 if(DS_BUILD_TESTS)
   find_package(GTest QUIET)

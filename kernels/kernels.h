@@ -17,8 +17,9 @@
 // [IQUANT_ORDER] for the i-quants and MXFP4 (exact integer sums, the float order documented
 // in kernels/ref/vec_dot_iq.cpp). F32/F16/BF16 agree with the reference to float rounding.
 //
-// Large F32/BF16 products can also go through oneDNN (kernels/onednn_gemm.h), which is
-// faster for many tokens but not batch invariant; it is opt-in and not in this table.
+// Builds with -DDS_WITH_ONEDNN=ON also have oneDNN's F32/BF16 matmul (kernels/onednn_gemm.h):
+// faster for many tokens but not batch invariant, so it is not in this table and no serving
+// path calls it (docs/architecture.md, "oneDNN").
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -155,6 +156,33 @@ struct MoeRouteArgs {
   float* weights;            // [n_tok][n_expert_used]
 };
 
+// Lightning-indexer scores (../shared/SPEC-deepseek32-deepseek4.md 1.1) of one query
+// against the keys [k0, k1) of a paged view, every key read once for all heads:
+//   out[j - k0] = sum_h max(0, q_h . k_j) * w_h
+// Keys are F32 or BF16 rows of dim elements at ref::kv_row(keys, j) (head_offset unused),
+// shared by all heads (MQA). The query and its per-head weights are packed once per query by
+// indexer_pack_query into the layout every ISA reads [INDEXER_QUERY_LAYOUT]: heads innermost,
+// so a kernel multiplies one key element into all heads at once and never reduces a dot
+// product across lanes. BF16 keys take the query rounded to bf16 (nearest even) and multiply
+// with bf16 products (exact in f32), summed in f32 like the F32 keys.
+struct IndexerScoreArgs {
+  const void* q;             // packed query + weights (indexer_pack_query)
+  int n_head;
+  int64_t dim;               // elements per key (even for BF16 keys)
+  KvView keys;               // type F32 or BF16
+  int64_t k0, k1;
+  float* out;                // [k1 - k0]
+};
+
+// [INDEXER_QUERY_LAYOUT] hp = n_head rounded up to 16; bytes:
+//   [0, 4 hp)   w: hp floats, zero past n_head (a padded head scores relu(0) * 0 = 0)
+//   then F32 keys:  q[d][hp] floats, q[d * hp + h] = q_h[d]
+//        BF16 keys: q[d / 2][hp][2] bf16, element (d, h) at (d / 2 * hp + h) * 2 + d % 2
+int indexer_head_pad(int n_head);
+size_t indexer_query_bytes(GgmlType key_type, int n_head, int64_t dim);
+// q: [n_head][dim] floats; w: [n_head]; out: indexer_query_bytes(key_type, n_head, dim) bytes.
+void indexer_pack_query(GgmlType key_type, const float* q, const float* w, int n_head, int64_t dim, void* out);
+
 struct KernelTable {
   Isa isa;
 
@@ -183,6 +211,7 @@ struct KernelTable {
   void (*moe_route)(const MoeRouteArgs& a);
   // Convert n floats into a KV row of type t (F32, F16, BF16, Q8_0).
   void (*store_kv)(GgmlType t, const float* x, void* y, int64_t n);
+  void (*indexer_scores)(const IndexerScoreArgs& a);
 };
 
 // The table for the best ISA this CPU supports, lowered by DS_ISA=ref|avx2|avx512.

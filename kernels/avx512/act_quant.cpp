@@ -4,7 +4,7 @@
 // integer sums are order-independent, so they can be reduced in any order.
 // F16 uses the hardware conversion (round to nearest even, like fp16.h); BF16 rounds with
 // integer arithmetic because the hardware conversion flushes denormals.
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
 // AVX-512 flash attention (GQA) and absorbed MLA: the shared driver
 // (kernels/simd/attention_driver.h: KV tiles, online softmax, head groups) instantiated
 // with 16-lane float vectors, masked loads for row tails, and this ISA's KV row converter.
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include "kernels/avx512/kernels_avx512.h"
 #include "kernels/avx512/vec_math.h"

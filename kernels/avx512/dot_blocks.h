@@ -15,7 +15,7 @@
 // Every struct has: WBlock, ABlock, Unpacked, Acc, kBlock (elements), unpack(), zero(),
 // accumulate(), reduce().
 #pragma once
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstring>
 

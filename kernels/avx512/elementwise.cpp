@@ -3,7 +3,7 @@
 // denominators accumulate in double lanes like the reference; exp is vec_math.h's.
 // RoPE angles come from the reference's rope_cos_sin (scalar, once per token, shared by
 // all heads); the rotation uses separate multiply and add so it matches the reference.
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cmath>
 

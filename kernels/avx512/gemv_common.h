@@ -2,7 +2,7 @@
 // 4 weight rows per pass (rows rstep apart), the transposing reductions that put row r's
 // sum in lane r, and the store of the 4 results. Internal to kernels/avx512.
 #pragma once
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstddef>
 #include <cstdint>

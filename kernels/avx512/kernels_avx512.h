@@ -15,6 +15,9 @@ void matmul_without_bf16(const MatmulArgs& m);
 // dot products (KernelTable::attn_bf16_dot); other caches as flash_attn and mla_attn.
 void flash_attn_bf16(const AttnArgs& a);
 void mla_attn_bf16(const MlaArgs& a);
+// indexer.cpp: indexer_scores for CPUs with AVX512_BF16 (BF16 keys take vdpbf16ps; without
+// the extension indexer_scores widens them to float).
+void indexer_scores_bf16(const IndexerScoreArgs& a);
 
 // matmul_panel.cpp: weight rows [r0, r0 + 16), or [r0, r0 + 32) where r0 + 32 <= row_end
 // and the type has a two-panel kernel (all but Q6_K), x activation rows [t0, t0 + nt),

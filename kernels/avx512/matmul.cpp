@@ -4,7 +4,7 @@
 // of accumulate() calls on its own accumulator followed by the same reduce(), whatever
 // NT, n_tok or the row range are; vec_dot is the NT = 1 tile, so it equals matmul bitwise.
 // Types without a fast path here fall back to the reference.
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <algorithm>
 #include <cstdint>

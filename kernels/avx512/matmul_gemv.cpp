@@ -22,7 +22,7 @@
 // (d_a * d) * sumi; then the running sum), one lane per row, so results are bit-identical
 // to kernels/ref and to the tile loop in matmul.cpp ([BATCH_INVARIANT] whichever path a
 // row takes). tests/kernels/isa_vs_ref_test.cpp DecodeGemvBitExact checks it.
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -17,7 +17,7 @@
 // [QUANT_EXACT]: per (row, block) the integer sum is exact and the float operations are
 // the reference's (d_w * d_a, times float(sumi), added to the running sum in block order),
 // one lane per row, so results are bit-identical to kernels/ref and to the tile loop.
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 
 #include "kernels/avx512/dot_blocks.h"

@@ -16,7 +16,7 @@
 // sub-block scale) and step their 8-lane float chains as the tile loop does; the 32-block
 // types step one fma chain per row over the blocks in order. Results are bit-identical to
 // kernels/ref and to the tile loop (tests/kernels/iquant_kernels_test.cpp, isa_vs_ref_test.cpp).
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 //
 // (u8 x s8 dpbusd on the unscaled weights, then one int32 multiply per 16 lanes for the
 // scale, costs 3 instructions per 32 elements and row instead of 1.)
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <algorithm>
 #include <cmath>

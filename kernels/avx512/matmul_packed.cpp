@@ -22,7 +22,7 @@
 // [KQUANT_EXACT]: the per-(row, token, block) integer sums and float steps are those of
 // the unpacked panels, so results are bit-identical to kernels/ref whichever path, token
 // count or row range computes them ([BATCH_INVARIANT]).
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <algorithm>
 #include <cstdint>

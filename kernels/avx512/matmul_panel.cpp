@@ -11,7 +11,7 @@
 // operations are the reference's (dall * sumi - dmin * summ, then the running sum), one lane
 // per row, so results are bit-identical to kernels/ref and to the 1-row path in matmul.cpp;
 // choosing this path by batch size therefore keeps [BATCH_INVARIANT].
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstddef>
 #include <type_traits>

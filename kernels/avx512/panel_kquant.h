@@ -3,7 +3,7 @@
 // superblock in registers whose 16 int32 lanes are the 16 rows, and the per-token
 // accumulation. Internal to kernels/avx512 (namespace ds::avx512, [ISA_ODR]).
 #pragma once
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstddef>
 #include <cstdint>

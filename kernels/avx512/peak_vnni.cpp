@@ -4,7 +4,7 @@
 // asm because this is a measurement: with intrinsics GCC 12 keeps some accumulators on
 // the stack and the loop turns into a load/store test. The chains live in zmm16-31
 // (declared clobbered), loaded from and stored to c[] (16 x 64 bytes, 64-byte aligned).
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include "kernels/peak.h"
 

@@ -14,6 +14,7 @@ KernelTable avx512_table(bool bf16) {
   if (bf16) {
     t.flash_attn = avx512::flash_attn_bf16;
     t.mla_attn = avx512::mla_attn_bf16;
+    t.indexer_scores = avx512::indexer_scores_bf16;
     t.attn_bf16_dot = true;
   } else {
     t.vec_dot = avx512::vec_dot_without_bf16;

@@ -3,7 +3,7 @@
 // |r| <= ln2/2, exponent applied with scalef so underflow and overflow saturate like
 // expf), and masks for row tails.
 #pragma once
-#include <immintrin.h>
+#include "kernels/avx512/intrinsics.h"
 
 #include <cstdint>
 

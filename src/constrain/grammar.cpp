@@ -143,12 +143,17 @@ class Parser {
     for (unsigned char c : bytes) q.push_back(term(ByteSet().set(c)));
     return q;
   }
-  // The alternatives of one well-formed multi-byte UTF-8 character (lead C2-F4).
+  // The alternatives of one well-formed multi-byte UTF-8 character (RFC 3629's table: no
+  // overlong forms, no surrogates, nothing above U+10FFFF), so that JSON parsers accept it.
   void add_utf8_multi(std::vector<Seq>* alts) {
     const ByteSet cont = byte_range(0x80, 0xBF);
     alts->push_back({term(byte_range(0xC2, 0xDF)), term(cont)});
-    alts->push_back({term(byte_range(0xE0, 0xEF)), term(cont), term(cont)});
-    alts->push_back({term(byte_range(0xF0, 0xF4)), term(cont), term(cont), term(cont)});
+    alts->push_back({term(ByteSet().set(0xE0)), term(byte_range(0xA0, 0xBF)), term(cont)});
+    alts->push_back({term(byte_range(0xE1, 0xEC) | byte_range(0xEE, 0xEF)), term(cont), term(cont)});
+    alts->push_back({term(ByteSet().set(0xED)), term(byte_range(0x80, 0x9F)), term(cont)});
+    alts->push_back({term(ByteSet().set(0xF0)), term(byte_range(0x90, 0xBF)), term(cont), term(cont)});
+    alts->push_back({term(byte_range(0xF1, 0xF3)), term(cont), term(cont), term(cont)});
+    alts->push_back({term(ByteSet().set(0xF4)), term(byte_range(0x80, 0x8F)), term(cont), term(cont)});
   }
 
   bool parse_rule() {

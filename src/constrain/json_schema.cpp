@@ -16,12 +16,17 @@ using json = nlohmann::ordered_json;
 constexpr int64_t kMaxBound = 1'000'000'000'000'000;  // |minimum|, |maximum| beyond this count as unbounded
 constexpr int kMaxCount = 1000;                       // maxItems / maxLength beyond this count as unbounded
 
+// Every instance must parse as JSON with a double's range: a \u escape is a code point that is
+// not a surrogate, or a high surrogate followed by a low one; an exponent has at most two
+// digits (16 integral digits and e+999 would overflow a double).
 const char* kBaseRules = R"(space ::= "" | " " | "\n" [ \t]{0,20}
-char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" (utf16-unit | utf16-pair))
+utf16-unit ::= [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}
+utf16-pair ::= [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2}
 string ::= "\"" char* "\"" space
 integral-part ::= "0" | [1-9] [0-9]{0,15}
 integer ::= "-"? integral-part space
-number ::= "-"? integral-part ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? space
+number ::= "-"? integral-part ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})? space
 boolean ::= ("true" | "false") space
 null ::= "null" space
 value ::= object | array | string | number | boolean | null

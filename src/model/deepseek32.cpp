@@ -54,21 +54,21 @@ class Deepseek32Model : public Deepseek2Model {
   // [KV_LAYOUT] for deepseek32: [c | k_pe] in the cache type, padded to 16 bytes, then the
   // indexer key (D_I f32, or bf16 in a bf16 cache). Sizing, admission and prefix sharing count whole rows, so
   // they account for the indexer keys with nothing else to change.
-  size_t kv_row_bytes(GgmlType t) const override { return idx_key_offset(t) + ggml_row_size(idx_key_type(t), hp_.idx_head_dim); }
+  size_t kv_row_bytes(GgmlType t) const override { return idx_key_offset(t) + ggml_row_size(idx_key_type(t), hp_.n_idx_dim); }
 
   size_t scratch_bytes(int64_t T) const override {
     const size_t t = static_cast<size_t>(T), k = static_cast<size_t>(hp_.idx_top_k);
-    const size_t HI = static_cast<size_t>(hp_.idx_n_head), DI = static_cast<size_t>(hp_.idx_head_dim);
+    const size_t HI = static_cast<size_t>(hp_.n_idx_head), DI = static_cast<size_t>(hp_.n_idx_dim);
     const size_t ql = static_cast<size_t>(hp_.q_lora);
     // ik, w, iq and the quantized qr; the selection (indices, row pointers) and per-row ints.
     const size_t indexer = t * (4 * (DI + HI + HI * DI + ql) + k * (sizeof(int32_t) + sizeof(uint8_t*)) + 16) +
-                           LightningIndexer::scratch_bytes(T, hp_.idx_n_head, hp_.idx_head_dim, hp_.idx_top_k) + 32 * 64;
+                           LightningIndexer::scratch_bytes(T, hp_.n_idx_head, hp_.n_idx_dim, hp_.idx_top_k) + 32 * 64;
     return Deepseek2Model::scratch_bytes(T) + indexer;
   }
 
   // A decode step reads every indexer key (scores) and at most top_k latent rows.
   double decode_kv_bytes(int64_t n_ctx, GgmlType t) const override {
-    const double keys = static_cast<double>(n_ctx) * static_cast<double>(ggml_row_size(idx_key_type(t), hp_.idx_head_dim));
+    const double keys = static_cast<double>(n_ctx) * static_cast<double>(ggml_row_size(idx_key_type(t), hp_.n_idx_dim));
     const double rows = static_cast<double>(std::min<int64_t>(n_ctx, hp_.idx_top_k)) * static_cast<double>(latent_row_bytes(t));
     return static_cast<double>(hp_.n_layer) * (keys + rows);
   }
@@ -95,7 +95,7 @@ class Deepseek32Model : public Deepseek2Model {
 void Deepseek32Model::index(int il, ForwardCtx& ctx, ActRows& a, const float* qr, int32_t* sel, int32_t* n_sel) const {
   const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
   const Batch& b = ctx.batch;
-  const int64_t T = b.n_tok, HI = hp_.idx_n_head, DI = hp_.idx_head_dim, ql = hp_.q_lora;
+  const int64_t T = b.n_tok, HI = hp_.n_idx_head, DI = hp_.n_idx_dim, ql = hp_.q_lora;
   Arena& ar = ctx.arena;
 
   float* ik = ar.alloc<float>(T * DI);

@@ -83,7 +83,7 @@ size_t Deepseek4Model::scratch_bytes(int64_t T) const {
   const size_t H = static_cast<size_t>(hp_.n_head), D = static_cast<size_t>(hp_.n_embd_head_k);
   const size_t ql = static_cast<size_t>(hp_.q_lora), HI = static_cast<size_t>(hp_.n_idx_head);
   const size_t DI = static_cast<size_t>(hp_.n_idx_dim), GO = static_cast<size_t>(hp_.n_out_group * hp_.out_lora);
-  const size_t K = static_cast<size_t>(hp_.idx_topk), nth = 256;  // per-thread buffers: thread count bound
+  const size_t K = static_cast<size_t>(hp_.idx_top_k), nth = 256;  // per-thread buffers: thread count bound
   // Forward: state twice, head rows. Sub-layer: mix (flat, m, y, post, comb), normed rows.
   const size_t fwd = 2 * t * W * f + 3 * t * E * f + 64 * 64;
   const size_t mix = t * W * (f + 4) + t * (24 + 4 + 16) * f + 2 * t * E * f + 16 * 64;
@@ -227,7 +227,7 @@ void Deepseek4Model::build_compressed(int il, ForwardCtx& ctx) const {
 // "topk" [T][k] (-1 where fewer rows are visible).
 void Deepseek4Model::select_rows(int il, ForwardCtx& ctx, const Proj& p, int32_t* sel, int32_t* n_sel) const {
   const int64_t T = ctx.batch.n_tok, HI = hp_.n_idx_head, DI = hp_.n_idx_dim;
-  const int k = hp_.idx_topk;
+  const int k = hp_.idx_top_k;
   const RowLayout L = dsv4::row_layout(hp_, il, ctx.kv.type);
   const int nth = ctx.pool.n_threads();
   const int bs = ctx.kv.block_size, max_run = std::min(bs / 4 + 1, kMaxRun);
@@ -261,7 +261,7 @@ void Deepseek4Model::attend(int il, ForwardCtx& ctx, const Proj& p, const int32_
                             float* o) const {
   const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
   const int64_t H = hp_.n_head, D = hp_.n_embd_head_k, R = hp_.n_rot;
-  const int r = ratio(il), k = hp_.idx_topk;
+  const int r = ratio(il), k = hp_.idx_top_k;
   const RowLayout L = dsv4::row_layout(hp_, il, ctx.kv.type);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const bool f32 = ctx.kv.type == GgmlType::F32;
@@ -363,7 +363,7 @@ void Deepseek4Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
   int32_t* sel = nullptr;
   int32_t* n_sel = nullptr;
   if (ratio(il) == 4) {
-    sel = ar.alloc<int32_t>(T * hp_.idx_topk);
+    sel = ar.alloc<int32_t>(T * hp_.idx_top_k);
     n_sel = ar.alloc<int32_t>(T);
     select_rows(il, ctx, p, sel, n_sel);
   }

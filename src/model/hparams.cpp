@@ -316,6 +316,20 @@ Status per_block(const GgufFile& f, const KeyReader& r, const char* suffix, int 
 
 // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.1): every key the forward reads,
 // each required one named when absent; values the reference rejects are rejected here.
+// The lightning indexer's keys (deepseek32 and deepseek4's CSA blocks). Its heads rotate NEOX
+// pairs over rope.dimension_count dims of each key (SPEC 2.3, 3.6), so it must fit and be even.
+Status load_indexer(const GgufFile& f, const KeyReader& r, HParams* hp) {
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.head_count", &hp->n_idx_head, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.key_length", &hp->n_idx_dim, true, 0, 1));
+  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.top_k", &hp->idx_top_k, true, 0, 1));
+  if (hp->n_idx_dim < hp->n_rot || hp->n_rot % 2 != 0) {
+    return Status::error(r.key("attention.indexer.key_length") + " = " + std::to_string(hp->n_idx_dim) +
+                         " must be at least the even rope.dimension_count " + std::to_string(hp->n_rot) + " in " +
+                         f.path());
+  }
+  return Status::ok();
+}
+
 Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   const int n_block = hp->n_layer;
   DS_RETURN_IF_ERROR(read_to(r, "nextn_predict_layers", &hp->n_nextn, false, 0, 0));
@@ -342,12 +356,7 @@ Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   if (hp->n_head % hp->n_out_group != 0) {
     return Status::error(r.key("attention.output_group_count") + " does not divide head_count in " + f.path());
   }
-  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.head_count", &hp->n_idx_head, true, 0, 1));
-  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.key_length", &hp->n_idx_dim, true, 0, 1));
-  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.top_k", &hp->idx_topk, true, 0, 1));
-  if (hp->n_idx_dim < hp->n_rot) {
-    return Status::error(r.key("attention.indexer.key_length") + " is below rope.dimension_count in " + f.path());
-  }
+  DS_RETURN_IF_ERROR(load_indexer(f, r, hp));
   std::vector<double> v;
   DS_RETURN_IF_ERROR(per_block(f, r, "attention.compress_ratios", n_block, false, &v));
   for (int il = 0; il < n_block; ++il) {
@@ -408,16 +417,7 @@ Status load_deepseek32(const GgufFile& f, const KeyReader& r, HParams* hp) {
     return Status::error("missing required key " + r.key("feed_forward_length") + " (leading dense blocks) in " +
                          f.path());
   }
-  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.head_count", &hp->idx_n_head, true, 0, 1));
-  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.key_length", &hp->idx_head_dim, true, 0, 1));
-  DS_RETURN_IF_ERROR(read_to(r, "attention.indexer.top_k", &hp->idx_top_k, true, 0, 1));
-  // The indexer heads are [rope | nope] with NEOX pairs over the first rope dims (SPEC 2.3).
-  if (hp->idx_head_dim < hp->n_rot || hp->n_rot % 2 != 0) {
-    return Status::error(r.key("attention.indexer.key_length") + " = " + std::to_string(hp->idx_head_dim) +
-                         " must be at least the even rope.dimension_count " + std::to_string(hp->n_rot) + " in " +
-                         f.path());
-  }
-  return Status::ok();
+  return load_indexer(f, r, hp);
 }
 
 }  // namespace

@@ -71,9 +71,6 @@ struct HParams {
   int n_out_group = 0;          // grouped output LoRA: groups
   int64_t out_lora = 0;         //   and rank per group
   std::vector<int> compress_ratio;  // per trunk block: 0, 4 (CSA + indexer) or 128 (HCA)
-  int n_idx_head = 0;           // CSA indexer heads, width, top-k (compressed rows)
-  int64_t n_idx_dim = 0;
-  int idx_topk = 0;
   int n_hash_layer = 0;         // first blocks routed by token id (ffn_gate_tid2eid)
   float compress_rope_base = 0.0f;
   float yarn_beta_fast = 32.0f;
@@ -81,11 +78,13 @@ struct HParams {
   std::vector<float> swiglu_clamp_exp;    // per trunk block; <= 1e-6: no clamp
   std::vector<float> swiglu_clamp_shexp;
 
-  // deepseek32 only (../shared/SPEC-deepseek32-deepseek4.md 2.1). n_layer counts the trunk;
-  // the n_nextn MTP blocks stored after it (n_nextn above) are never part of the forward.
-  int idx_n_head = 0;          // attention.indexer.head_count (H_I)
-  int64_t idx_head_dim = 0;    // attention.indexer.key_length (D_I)
-  int idx_top_k = 0;           // attention.indexer.top_k
+  // deepseek32 (../shared/SPEC-deepseek32-deepseek4.md 2.1): n_layer counts the trunk; the
+  // n_nextn MTP blocks stored after it (n_nextn above) are never part of the forward.
+  // The lightning indexer, deepseek32 and deepseek4's CSA blocks (where k counts compressed
+  // rows): attention.indexer.*
+  int n_idx_head = 0;          // head_count (H_I)
+  int64_t n_idx_dim = 0;       // key_length (D_I)
+  int idx_top_k = 0;           // top_k
 
   // deepseek2 and deepseek32 share MLA attention and MoE routing.
   bool is_mla() const { return arch == Arch::kDeepseek2 || arch == Arch::kDeepseek32; }

@@ -8,8 +8,10 @@
 // heads (MQA; f32, or bf16 where the architecture stores them so). Where a key sits is described per architecture by IndexerKeyLayout, so the
 // same selection serves V3.2 (one key per token, next to its MLA latent) and V4's
 // compressed-sparse layers (one key per 4 tokens). Scores are computed in f32 (as the
-// reference does; queries rounded to the keys' type first) with the kernel table's matmul over tiles of up to kTile keys read in
-// place from the cache blocks; the selection streams the scores through a buffer of 2k
+// reference does; queries rounded to the keys' type first) by the kernel table's
+// indexer_scores, which reads each key in place from the cache blocks once for all heads
+// (each query packed once, kernels.h [INDEXER_QUERY_LAYOUT]), in chunks of 256 keys that a
+// block of 32 queries shares; the selection streams the scores through a buffer of 2k
 // candidates (compacted to the best k with nth_element when full), so its memory is O(k)
 // per query whatever the context length. A query whose visible keys number at most top_k
 // selects them all without scoring (the reference's result: every visible row wins).
@@ -45,8 +47,6 @@ struct IndexerArgs {
 
 class LightningIndexer {
  public:
-  // Keys scored per matmul call (a cache block larger than this is cut into tiles).
-  static constexpr int kTile = 16;
   // Scratch arena bytes one select() over n_tok batch rows may use.
   static size_t scratch_bytes(int64_t n_tok, int n_head, int64_t dim, int top_k);
 

@@ -233,7 +233,7 @@ Status load_mla_attention(Loader& L, const HParams& hp, int il, LayerWeights* lw
 
 // The deepseek32 lightning indexer of block il (SPEC-deepseek32-deepseek4.md 2.2).
 Status load_indexer(Loader& L, const HParams& hp, int il, LayerWeights* lw) {
-  const int64_t E = hp.n_embd, HI = hp.idx_n_head, DI = hp.idx_head_dim;
+  const int64_t E = hp.n_embd, HI = hp.n_idx_head, DI = hp.n_idx_dim;
   DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.attn_q_b.weight"), hp.q_lora, HI * DI, true, &lw->idx_wq_b));
   DS_RETURN_IF_ERROR(L.mat(blk(il, "indexer.attn_k.weight"), E, DI, true, &lw->idx_wk));
   DS_RETURN_IF_ERROR(L.vec(blk(il, "indexer.k_norm.weight"), DI, true, &lw->idx_k_norm));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ds/engine.h"
+#include "ds/version.h"
 #include "serve/engine_loop.h"
 #include "server/text_codec.h"
 
@@ -58,7 +59,7 @@ struct ApiOptions {
   int n_predict = -1;
   bool reasoning_in_content = false;  // --reasoning-format none
   bool slots_endpoint = true;
-  std::string system_fingerprint = "ds-server-0.1.0";
+  std::string system_fingerprint = std::string("ds-server-") + kVersion;
 };
 
 // Counters kept by the API layer for /metrics.

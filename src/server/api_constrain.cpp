@@ -10,6 +10,7 @@
 
 #include "constrain/json_schema.h"
 #include "constrain/matcher.h"
+#include "constrain/tool_call_grammar.h"
 #include "server/api_internal.h"
 
 namespace ds {
@@ -28,7 +29,7 @@ namespace {
 constexpr size_t kMaxCompiled = 32;
 
 struct Compiled {
-  std::string gbnf;
+  std::string key;  // trigger, NUL, GBNF text
   const constrain::TokenVocab* vocab;
   std::shared_ptr<const constrain::Constraint> constraint;
 };
@@ -47,12 +48,13 @@ std::optional<ApiError> from_schema(const json& schema, const TextCodec& codec, 
 }  // namespace
 
 std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
-                                           SamplingParams* sp) {
+                                           SamplingParams* sp, std::string_view trigger) {
   auto vocab = codec.constraint_vocab();
+  const std::string key = std::string(trigger) + '\0' + gbnf;
   {
     std::lock_guard lk(g_mu);
     for (auto it = g_compiled.begin(); it != g_compiled.end(); ++it) {
-      if (it->vocab == vocab.get() && it->gbnf == gbnf) {
+      if (it->vocab == vocab.get() && it->key == key) {
         sp->constraint = it->constraint;
         g_compiled.splice(g_compiled.begin(), g_compiled, it);
         return std::nullopt;
@@ -61,10 +63,12 @@ std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCo
   }
   auto g = constrain::parse_gbnf(gbnf);
   if (!g) return err(400, "\"" + field + "\": " + g.message());
-  auto c = std::make_shared<const constrain::Constraint>(std::move(g).value(), vocab);
+  constrain::Grammar grammar = std::move(g).value();
+  if (!trigger.empty()) grammar = constrain::auto_call_grammar(std::move(grammar), trigger);
+  auto c = std::make_shared<const constrain::Constraint>(std::move(grammar), vocab);
   sp->constraint = c;
   std::lock_guard lk(g_mu);
-  g_compiled.push_front({gbnf, vocab.get(), c});
+  g_compiled.push_front({key, vocab.get(), c});
   if (g_compiled.size() > kMaxCompiled) g_compiled.pop_back();
   return std::nullopt;
 }

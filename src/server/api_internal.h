@@ -58,8 +58,10 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
 // `json_schema` and `grammar` -> sp->constraint (api_constrain.cpp).
 std::optional<ApiError> parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp);
 // A compiled constraint for GBNF text (shared with other requests that send the same text).
+// With a trigger, the grammar is free text up to the trigger, then the GBNF's language
+// (constrain::auto_call_grammar: tool_choice auto).
 std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
-                                           SamplingParams* sp);
+                                           SamplingParams* sp, std::string_view trigger = {});
 // An array of prompts (strings or token arrays): one result per prompt (api_batch.cpp).
 bool is_prompt_batch(const json& prompt);
 HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, const json& body);

@@ -324,6 +324,17 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
     if (gbnf && compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) {
       call.req->gen.sampling.constraint.reset();
     }
+  } else if (call.chat->auto_calls && !call.req->gen.sampling.constraint) {
+    // tool_choice auto: free text; a call the model opens is constrained from its trigger on
+    // (constrain::auto_call_grammar). A response_format constraint takes precedence.
+    const ToolCallConstraint& c = *call.chat->auto_calls;
+    const std::string_view trigger = constrain::tool_call_trigger(c.format);
+    const size_t at = c.prefix.find(trigger);
+    auto gbnf = constrain::tool_call_gbnf(c, at == std::string::npos ? "" : c.prefix.substr(at + trigger.size()));
+    if (at != std::string::npos && gbnf &&
+        compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling, trigger)) {
+      call.req->gen.sampling.constraint.reset();
+    }
   }
   if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());

@@ -261,16 +261,18 @@ std::optional<ApiError> parse_chat_request(const json& body, const TextCodec& co
                    "' has no tool-call syntax; choose one that has with --chat-template (deepseek-r1-distill-qwen, "
                    "deepseek-v3.1, deepseek-v3.2, deepseek-v4, ...)");
   }
-  if (r->tool_choice == ToolChoice::REQUIRED || r->tool_choice == ToolChoice::NAMED) {
-    ToolCallConstraint c;
-    c.format = r->format;
-    c.parallel = r->parallel_tool_calls;
-    for (const json& t : r->input.tools) {
-      const std::string name = t["function"]["name"].get<std::string>();
-      if (r->tool_choice == ToolChoice::NAMED && name != r->tool_name) continue;
-      c.tools.push_back({name, t["function"].value("parameters", json::object())});
-    }
-    c.prefix = tool_call_opener(r->format, r->tool_choice == ToolChoice::NAMED ? r->tool_name : "");
+  ToolCallConstraint c;
+  c.format = r->format;
+  c.parallel = r->parallel_tool_calls;
+  for (const json& t : r->input.tools) {
+    const std::string name = t["function"]["name"].get<std::string>();
+    if (r->tool_choice == ToolChoice::NAMED && name != r->tool_name) continue;
+    c.tools.push_back({name, t["function"].value("parameters", json::object())});
+  }
+  c.prefix = tool_call_opener(r->format, r->tool_choice == ToolChoice::NAMED ? r->tool_name : "");
+  if (r->tool_choice == ToolChoice::AUTO) {
+    r->auto_calls = std::move(c);
+  } else {
     r->forced = std::move(c);
   }
   return std::nullopt;

@@ -24,6 +24,9 @@ struct ChatRequest {
   // Set when a call is forced (required / named): the prefill and the allowed tools'
   // schemas, the plug for a grammar constraint (see docs/chat.md "Forced tool calls").
   std::optional<ToolCallConstraint> forced;
+  // Set for tool_choice auto with tools: the tools' schemas for the grammar that constrains a
+  // call once the model opens one (prefix: the unnamed opener).
+  std::optional<ToolCallConstraint> auto_calls;
 };
 
 // Fills `out` from the request body; the codec says which tool-call syntax the chat format

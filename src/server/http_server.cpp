@@ -56,7 +56,7 @@ constexpr size_t kReadChunk = 64u << 10;
 // After a refusal the connection is half-closed and what the client still sends is read and
 // dropped for this long, so that the answer is not destroyed by a reset (RFC 9112 9.6).
 constexpr auto kLinger = std::chrono::seconds(2);
-constexpr int kTickMs = 100;  // deadline scan period
+constexpr int kAcceptPauseMs = 100;  // no new connections for this long after accept() ran out of fds
 // abort(): how long handlers still get to write the last event of a cancelled request before
 // the connections they write to are shut down.
 constexpr auto kAbortDelay = std::chrono::seconds(1);
@@ -219,6 +219,9 @@ struct HttpServer::Impl {
   bool stop_done = false, abort_done = false;
   Clock::time_point abort_at{};
   Clock::time_point accept_paused_until{};
+  // No deadline (keep-alive, request timeout, linger, paused accept, abort) is before this;
+  // scan_deadlines() makes it exact, due() brings it forward.
+  Clock::time_point next_due = Clock::time_point::max();
 
   // Shared with the handler threads, under mu.
   std::mutex mu;
@@ -284,6 +287,7 @@ struct HttpServer::Impl {
     shutdown(c->fd, SHUT_WR);
     c->state = HttpConn::State::kLingering;
     c->linger_until = Clock::now() + kLinger;
+    due(c->linger_until);
     c->in.clear();
     c->in.shrink_to_fit();
     watch(*c);
@@ -337,9 +341,10 @@ struct HttpServer::Impl {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
           // Out of descriptors or memory: stop accepting for a tick instead of spinning.
-          spdlog::warn("accept failed: {}; pausing new connections for {} ms", std::strerror(errno), kTickMs);
+          spdlog::warn("accept failed: {}; pausing new connections for {} ms", std::strerror(errno), kAcceptPauseMs);
           epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
-          accept_paused_until = Clock::now() + std::chrono::milliseconds(kTickMs);
+          accept_paused_until = Clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
+          due(accept_paused_until);
         }
         return;
       }
@@ -351,6 +356,7 @@ struct HttpServer::Impl {
       c->client =
           (c->addr.find(':') != std::string::npos ? "[" + c->addr + "]" : c->addr) + ":" + std::to_string(peer_port);
       c->since = Clock::now();
+      due(c->since + std::chrono::seconds(opts.keep_alive_timeout_s));
       c->write_timeout_ms = opts.write_timeout_s * 1000;
       conns[fd] = c;
       if (conns.size() > max_conns) {
@@ -413,7 +419,10 @@ struct HttpServer::Impl {
     // Read into the loop's buffer, so an idle connection keeps no 64 KiB of its own.
     const ssize_t n = recv(c->fd, read_buf.data(), read_buf.size(), 0);
     if (n > 0) {
-      if (c->in.empty()) c->request_start = Clock::now();
+      if (c->in.empty()) {
+        c->request_start = Clock::now();
+        due(c->request_start + std::chrono::seconds(opts.request_timeout_s));
+      }
       c->in.append(read_buf.data(), static_cast<size_t>(n));
       return advance(c);
     }
@@ -429,6 +438,7 @@ struct HttpServer::Impl {
     if (c->close_after || stopping) return linger(c);
     c->state = HttpConn::State::kReading;
     c->since = c->request_start = Clock::now();  // a pipelined request's deadline starts now
+    due(c->since + std::chrono::seconds(std::min(opts.keep_alive_timeout_s, opts.request_timeout_s)));
     advance(c);
   }
 
@@ -476,13 +486,31 @@ struct HttpServer::Impl {
       ev.data.fd = listen_fd;
       epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
     }
+    next_due = Clock::time_point::max();
+    for (auto& [fd, c] : conns) {
+      if (c->state == HttpConn::State::kLingering) due(c->linger_until);
+      if (c->state != HttpConn::State::kReading) continue;
+      due(c->in.empty() ? c->since + keep_alive : c->request_start + request_timeout);
+    }
+    if (accept_paused_until != Clock::time_point{}) due(accept_paused_until);
+    if (aborting && !abort_done && abort_at != Clock::time_point{}) due(abort_at);
+  }
+
+  // The next deadline is at t or earlier.
+  void due(Clock::time_point t) { next_due = std::min(next_due, t); }
+
+  // epoll_wait's timeout: until the earliest deadline, or none (-1). An idle server without
+  // connections sleeps until a client or wake_fd (stop, a handler's returned connection) comes.
+  int wait_ms() const {
+    if (next_due == Clock::time_point::max()) return -1;
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(next_due - Clock::now()).count();
+    return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
   }
 
   void loop() {
     epoll_event events[kMaxEvents];
-    auto last_scan = Clock::now();
     while (true) {
-      const int n = epoll_wait(epoll_fd, events, kMaxEvents, kTickMs);
+      const int n = epoll_wait(epoll_fd, events, kMaxEvents, wait_ms());
       for (int i = 0; i < n; ++i) {
         const int fd = events[i].data.fd;
         if (fd == listen_fd) {
@@ -502,16 +530,14 @@ struct HttpServer::Impl {
       for (auto& c : back) on_returned(c);
       if (stopping && !stop_done) begin_stop();
       if (aborting && abort_at == Clock::time_point{}) abort_at = Clock::now() + kAbortDelay;
+      if (aborting && !abort_done) due(abort_at);
       if (aborting && !abort_done && Clock::now() >= abort_at) {
         abort_done = true;
         for (auto& [fd, c] : conns) {
           if (c->state == HttpConn::State::kHandling) shutdown(fd, SHUT_RDWR);
         }
       }
-      if (Clock::now() - last_scan >= std::chrono::milliseconds(kTickMs)) {
-        last_scan = Clock::now();
-        scan_deadlines();
-      }
+      if (Clock::now() >= next_due) scan_deadlines();
       if (stop_done && n_handling == 0) break;
     }
   }

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <thread>
 
+#include "ds/version.h"
 #include "gguf/gguf_file.h"
 #include "server/config.h"
 #include "server/http_server.h"
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
   }
   const ServerConfig& cfg = parsed->config;
   if (parsed->help) return std::fputs(help_text().c_str(), stdout), 0;
-  if (parsed->version) return std::puts("ds-server 0.1.0"), 0;
+  if (parsed->version) return std::printf("ds-server %s\n", kVersion), 0;
   setup_logging(cfg.log_format);
   for (const std::string& n : parsed->notices) spdlog::info("{}", n);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ds/version.h"
 #include "tools/command.h"
 
 namespace ds::cli {
@@ -28,7 +29,7 @@ const std::vector<Command>& commands() {
 }
 
 static void print_usage(FILE* out) {
-  std::fprintf(out, "usage: ds-cli <command> [options]\n\ncommands:\n");
+  std::fprintf(out, "usage: ds-cli <command> [options]\n       ds-cli --version\n\ncommands:\n");
   for (const auto& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
   std::fprintf(out, "\n`ds-cli <command> --help` describes a command's options.\n");
 }
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
     print_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kExitUsage : kExitOk;
   }
+  if (!std::strcmp(argv[1], "--version")) return std::printf("ds-cli %s\n", ds::kVersion), 0;
   for (const auto& c : commands()) {
     if (std::strcmp(c.name, argv[1]) == 0) return exit_code(c.name, c.fn(std::vector<std::string>(argv + 2, argv + argc)));
   }

@@ -36,7 +36,7 @@ struct MlaShape {  // deepseek2 / deepseek32, MLA layout
 
 struct V4Shape {  // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.1)
   int64_t n_embd, n_layer, n_head, head_dim, rope, q_lora, n_out_group, out_rank, swa;
-  int64_t idx_head, idx_dim, idx_topk, n_expert, n_used, n_shared, n_ff_exp, n_hash, n_vocab, n_ctx;
+  int64_t idx_head, idx_dim, idx_top_k, n_expert, n_used, n_shared, n_ff_exp, n_hash, n_vocab, n_ctx;
 };
 
 struct ShapeDef {
@@ -207,7 +207,7 @@ void put_v4(const V4Shape& s, GgufWriter* w) {
   u("attention.output_lora_rank", s.out_rank);
   u("attention.indexer.head_count", s.idx_head);
   u("attention.indexer.key_length", s.idx_dim);
-  u("attention.indexer.top_k", s.idx_topk);
+  u("attention.indexer.top_k", s.idx_top_k);
   u("hyper_connection.count", 4);
   u("hyper_connection.sinkhorn_iterations", 20);
   f("hyper_connection.epsilon", 1e-6f);

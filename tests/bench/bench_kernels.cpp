@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "kernel_test_data.h"
-#include "kernels/onednn_gemm.h"
 #include "kernels/quant/repack.h"
 #include "model/forward.h"
 
@@ -63,7 +62,7 @@ const Problem& problem(const ds::KernelTable& kt, GgmlType t, int64_t n_in, int6
 }
 
 void bench_matmul_on(benchmark::State& state, const ds::KernelTable* kt, GgmlType t, int64_t n_in, int64_t n_out,
-                     int64_t n_tok, int n_threads, bool onednn, int copies, bool packed) {
+                     int64_t n_tok, int n_threads, int copies, bool packed) {
   if (!kt) {
     state.SkipWithError("ISA not available on this CPU");
     return;
@@ -78,8 +77,7 @@ void bench_matmul_on(benchmark::State& state, const ds::KernelTable* kt, GgmlTyp
                 .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok, .out = out,
                 .out_stride = n_out,
                 .w_panels = packed ? p.packed.data() + mat_bytes * static_cast<size_t>(copy) : nullptr};
-    if (!onednn) return kt->matmul(args);
-    if (!ds::onednn_matmul(args)) state.SkipWithError("oneDNN failed");
+    kt->matmul(args);
   };
   for (auto _ : state) {
     if (n_threads == 1) {
@@ -99,8 +97,8 @@ void bench_matmul_on(benchmark::State& state, const ds::KernelTable* kt, GgmlTyp
 }
 
 void bench_matmul(benchmark::State& state, ds::Isa isa, GgmlType t, int64_t n_in, int64_t n_out, int64_t n_tok,
-                  int n_threads, bool onednn, int copies) {
-  bench_matmul_on(state, ds::kernel_table(isa), t, n_in, n_out, n_tok, n_threads, onednn, copies, false);
+                  int n_threads, int copies) {
+  bench_matmul_on(state, ds::kernel_table(isa), t, n_in, n_out, n_tok, n_threads, copies, false);
 }
 
 // Attention over a paged cache (F16, or kv_type) of 16-token pages: decode (n_q = 1 at position ctx - 1)
@@ -249,7 +247,7 @@ void register_all() {
                                      ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
                                      std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
                                      "/threads:" + std::to_string(n_threads);
-            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, false, 1)
+            benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, 1)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
@@ -261,7 +259,7 @@ void register_all() {
                                  std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
                                  "/threads:" + std::to_string(n_threads);
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table_without_bf16(), GgmlType::BF16, n_in, n_out, n_tok, n_threads, false, 1,
+          bench_matmul_on(st, ds::kernel_table_without_bf16(), GgmlType::BF16, n_in, n_out, n_tok, n_threads, 1,
                           false);
         })->Unit(benchmark::kMicrosecond)->UseRealTime();
       }
@@ -280,7 +278,7 @@ void register_all() {
         const std::string name = std::string(copies > 1 ? "GEMM_MOE_COLD/avx512/" : "GEMM_MOE/avx512/") +
                                  ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" + std::to_string(n_out) +
                                  "/tok:" + std::to_string(n_tok);
-        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, n_tok, 1, false,
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, n_tok, 1,
                                      copies)
             ->Unit(benchmark::kMicrosecond);
       }
@@ -294,7 +292,7 @@ void register_all() {
     for (int n_threads : {1, 2}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
-      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, 1, n_threads, false, 48)
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, 1, n_threads, 48)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
@@ -305,44 +303,34 @@ void register_all() {
         const std::string name = std::string("GEMV_COLD_PACKED/avx512/") + ds::ggml_type_name(t) +
                                  "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
         benchmark::RegisterBenchmark(name.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, false, 48, true);
+          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, 48, true);
         })->Unit(benchmark::kMicrosecond)->UseRealTime();
         const std::string warm = std::string("GEMV_PACKED/avx512/") + ds::ggml_type_name(t) +
                                  "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
         benchmark::RegisterBenchmark(warm.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, false, 1, true);
+          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, 1, true);
         })->Unit(benchmark::kMicrosecond)->UseRealTime();
         // 1536x512 (0.2-0.6 MB) stays in L2: the kernel's compute ceiling, which has to be
         // well above a thread's share of memory bandwidth for decode to stream at that share.
         const std::string l2 = std::string("GEMV_L2_PACKED/avx512/") + ds::ggml_type_name(t) +
                                "/1536x512/tok:" + std::to_string(n_tok) + "/threads:1";
         benchmark::RegisterBenchmark(l2.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 512, n_tok, 1, false, 1, true);
+          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 512, n_tok, 1, 1, true);
         })->Unit(benchmark::kMicrosecond)->UseRealTime();
       }
     for (int64_t n_tok : {2, 3, 4, 8}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, false, 48)
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, n_tok, 1, 48)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
   }
-  // oneDNN (its own threading: set OMP_NUM_THREADS to compare with one of our threads).
-  for (GgmlType t : {GgmlType::F32, GgmlType::BF16})
-    for (auto [n_in, n_out] : shapes)
-      for (int64_t n_tok : {1, 64, 512}) {
-        const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + "onednn/" + ds::ggml_type_name(t) + "/" +
-                                 std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok);
-        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kRef, t, n_in, n_out, n_tok, 1, true, 1)
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
-      }
   for (GgmlType t : {GgmlType::F32, GgmlType::BF16, GgmlType::Q4_K})
     for (auto [n_in, n_out] : shapes) {
       const std::string name = std::string("GEMM/avx512/") + ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
                                std::to_string(n_out) + "/tok:512/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, 512, 1, false, 1)
+      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, 512, 1, 1)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }

@@ -4,7 +4,8 @@
 # the tiles instantiated for DotBF16 (kernels/avx512/matmul.cpp) and the attention
 # instantiated for Vec16Bf16 (kernels/avx512/attention.cpp, flash_attn_bf16), and the bf16
 # peak loop (kernels/avx512/peak_vnni.cpp, called by measure_bf16_peak after its CPUID
-# check, src/tools/machine_limits.cpp). Anything else
+# check, src/tools/machine_limits.cpp), and the indexer scores instantiated for KeyBF16
+# (kernels/avx512/indexer.cpp, indexer_scores_bf16). Anything else
 # would be SIGILL on those CPUs. usage: SCRIPT OBJECT_DIR
 set -euo pipefail
 dir=$1
@@ -15,10 +16,11 @@ users=$(for f in $objs; do
 done | sort -u | c++filt)
 [ -n "$users" ] || { echo "no AVX512_BF16 instruction found: the BF16 tile is gone or renamed"; exit 1; }
 bad=$(echo "$users" | grep -v -e 'FloatTile<ds::avx512::(anonymous namespace)::DotBF16>' \
-  -e '<ds::avx512::(anonymous namespace)::Vec16Bf16[,>]' -e '^<ds::peak::bf16_madds_avx512(' || true)
+  -e '<ds::avx512::(anonymous namespace)::Vec16Bf16[,>]' -e '<ds::avx512::(anonymous namespace)::KeyBF16[,>]' \
+  -e '^<ds::peak::bf16_madds_avx512(' || true)
 if [ -n "$bad" ]; then
-  echo "AVX512_BF16 instructions outside the DotBF16 tiles, the Vec16Bf16 attention and the bf16 peak loop:"
+  echo "AVX512_BF16 instructions outside the DotBF16 tiles, the Vec16Bf16 attention, the KeyBF16 indexer and the bf16 peak loop:"
   echo "$bad" | head -20
   exit 1
 fi
-echo "ok: AVX512_BF16 instructions only in $(echo "$users" | wc -l) DotBF16 / Vec16Bf16 functions"
+echo "ok: AVX512_BF16 instructions only in $(echo "$users" | wc -l) DotBF16 / Vec16Bf16 / KeyBF16 functions"

@@ -1,7 +1,9 @@
 // The constraint engine without a model: the GBNF parser (accepted languages, errors with
 // positions), the JSON Schema compiler (instances accepted or rejected as the schema says,
 // checked against the independent validator in json_validate.h; errors that name the
-// keyword), the matcher, and token masks checked token by token against the matcher.
+// keyword), the matcher, and token masks checked token by token against the matcher; the
+// tool_choice auto grammar (free text, then a call constrained from the call block's opening
+// marker on) in the four call formats.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -9,7 +11,9 @@
 #include "constrain/grammar.h"
 #include "constrain/json_schema.h"
 #include "constrain/matcher.h"
+#include "constrain/tool_call_grammar.h"
 #include "json_validate.h"
+#include "text/tool_call_parser.h"
 
 namespace ds::test {
 namespace {
@@ -263,6 +267,182 @@ TEST(Matcher, MasksEqualTokenByTokenAcceptance) {
       }
     }
   }
+}
+
+// `.` and negated classes take well-formed UTF-8 only: no overlong forms, surrogates or code
+// points above U+10FFFF, which JSON parsers reject.
+TEST(Gbnf, AnyCharacterIsWellFormedUtf8) {
+  const auto any = compile_gbnf(R"(root ::= .+)");
+  const auto neg = compile_gbnf(R"(root ::= [^a]+)");
+  for (const auto& c : {any, neg}) {
+    for (const char* ok : {"\xC2\x80", "\xE0\xA0\x80", "\xED\x9F\xBF", "\xEF\xBF\xBD", "\xF0\x90\x80\x80",
+                           "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF"}) {
+      EXPECT_TRUE(full_match(c, ok)) << ok;
+    }
+    for (const char* bad : {"\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF0\x8B\xB3\x80",
+                            "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\x80"}) {
+      EXPECT_FALSE(full_match(c, bad)) << bad;
+    }
+  }
+}
+
+// tool_choice auto. Markers written out here, not taken from the code under test.
+struct AutoFormat {
+  ToolCallFormat format;
+  std::string trigger;  // the bytes that open a call block
+  std::string lead;     // what must follow them before the name
+};
+const std::vector<AutoFormat>& auto_formats() {
+  static const std::vector<AutoFormat> f = {
+      {ToolCallFormat::kR1, "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"},
+      {ToolCallFormat::kV3_1, "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"},
+      {ToolCallFormat::kV3_2, "<｜DSML｜function_calls>", "\n<｜DSML｜invoke name=\""},
+      {ToolCallFormat::kV4, "<｜DSML｜tool_calls>", "\n<｜DSML｜invoke name=\""},
+  };
+  return f;
+}
+
+const ojson kWeather = ojson::parse(R"({"type":"object","properties":{
+  "city":{"type":"string","maxLength":5},
+  "days":{"type":"integer","minimum":1,"maximum":7},
+  "unit":{"enum":["c","f"]}},"required":["city","days"]})");
+
+// Bytes, the markers whole and cut, tokens that straddle the end of the trigger (one going on
+// with what a call needs, one with what it cannot have), some JSON pieces, and EOS (last).
+std::shared_ptr<const TokenVocab> auto_vocab(const AutoFormat& f, std::vector<std::string>* text) {
+  std::vector<std::string>& t = *text;
+  for (int b = 0; b < 256; ++b) t.emplace_back(1, static_cast<char>(b));
+  const std::string tail = f.trigger.substr(f.trigger.size() - 4);
+  for (const std::string& s : {f.trigger, f.trigger.substr(0, 7), f.trigger.substr(7), tail + f.lead.substr(0, 3),
+                               tail + "x", f.lead, std::string("get_weather"), std::string("noop"), std::string("{\""),
+                               std::string("\":"), std::string("city"), std::string("days"), std::string("\"}"),
+                               std::string("</｜DSML｜parameter>\n")}) {
+    t.push_back(s);
+  }
+  t.emplace_back("");  // EOS
+  const auto n = static_cast<int32_t>(t.size());
+  return TokenVocab::build(
+      n, [t](int32_t id) { return t[static_cast<size_t>(id)]; }, [n](int32_t id) { return id == n - 1; });
+}
+
+std::shared_ptr<const Constraint> auto_constraint(const AutoFormat& f, std::shared_ptr<const TokenVocab> vocab) {
+  ToolCallConstraint c;
+  c.format = f.format;
+  c.tools = {{"get_weather", kWeather}, {"noop", ojson::parse(R"({"type":"object","properties":{}})")}};
+  c.prefix = tool_call_opener(f.format);
+  EXPECT_EQ(constrain::tool_call_trigger(f.format), f.trigger);
+  auto gbnf = constrain::tool_call_gbnf(c, f.lead);
+  EXPECT_TRUE(gbnf.is_ok()) << gbnf.message();
+  auto g = constrain::parse_gbnf(gbnf.value());
+  EXPECT_TRUE(g.is_ok()) << g.message();
+  return std::make_shared<Constraint>(constrain::auto_call_grammar(std::move(g).value(), f.trigger), vocab);
+}
+
+bool allowed(Matcher& m, int32_t t) {
+  return (m.mask()[static_cast<size_t>(t) / 64] >> (t % 64)) & 1;
+}
+
+TEST(AutoToolCall, FreeTextEndsAnywhereAndTheTriggerStartsTheCall) {
+  for (const AutoFormat& f : auto_formats()) {
+    std::vector<std::string> text;
+    const auto vocab = auto_vocab(f, &text);
+    const auto c = auto_constraint(f, vocab);
+    const int32_t eos = vocab->n_vocab - 1, trigger = 256, head = 257, rest = 258, straddle_ok = 259,
+                  straddle_bad = 260;
+    Matcher m(c);
+    EXPECT_TRUE(allowed(m, eos));  // an empty answer
+    ASSERT_TRUE(m.accept_bytes("Let me check <｜the weather｜> \xff\xfe in é."));
+    EXPECT_TRUE(allowed(m, eos));
+    EXPECT_TRUE(allowed(m, trigger));
+    EXPECT_TRUE(allowed(m, head));
+    // The trigger's head, then text that leaves it: still free text, EOS allowed.
+    Matcher left = m;
+    ASSERT_TRUE(left.accept_token(head));
+    EXPECT_TRUE(allowed(left, eos));
+    ASSERT_TRUE(left.accept_bytes("no call"));
+    EXPECT_TRUE(left.can_end());
+    // The whole trigger: a call must follow; no EOS until it is complete.
+    Matcher in = m;
+    ASSERT_TRUE(in.accept_token(head));
+    ASSERT_TRUE(in.accept_token(rest));
+    EXPECT_FALSE(allowed(in, eos));
+    EXPECT_FALSE(in.accept_bytes("hello"));
+    EXPECT_TRUE(in.accept_bytes(f.lead));
+    // A token that completes the trigger is allowed only if its bytes after it fit the call.
+    Matcher cut = m;
+    ASSERT_TRUE(cut.accept_bytes(f.trigger.substr(0, f.trigger.size() - 4)));
+    EXPECT_TRUE(allowed(cut, straddle_ok)) << text[static_cast<size_t>(straddle_ok)];
+    EXPECT_FALSE(allowed(cut, straddle_bad)) << text[static_cast<size_t>(straddle_bad)];
+    EXPECT_FALSE(cut.accept_token(straddle_bad));
+    EXPECT_TRUE(cut.accept_token(straddle_ok));
+  }
+}
+
+// Random walks: free text (random allowed tokens), the trigger, then random allowed tokens to
+// EOS. Every finished output parses in its format into calls whose arguments validate; masks
+// equal token-by-token acceptance along the first walk of each format.
+TEST(AutoToolCall, RandomWalksProduceValidCallsInEveryFormat) {
+  std::mt19937 rng(11);
+  int n_done = 0, n_calls = 0;
+  for (const AutoFormat& f : auto_formats()) {
+    std::vector<std::string> text;
+    const auto vocab = auto_vocab(f, &text);
+    const auto c = auto_constraint(f, vocab);
+    const int32_t eos = vocab->n_vocab - 1;
+    for (int walk = 0; walk < 60; ++walk) {
+      Matcher m(c);
+      std::string out;
+      auto pick = [&](bool free_text) {
+        const std::vector<uint64_t> mask = m.mask();
+        std::vector<int32_t> ok;
+        for (int32_t t = 0; t < vocab->n_vocab; ++t) {
+          const bool bit = (mask[static_cast<size_t>(t) / 64] >> (t % 64)) & 1;
+          if (walk == 0) {
+            Matcher probe = m;
+            EXPECT_EQ(bit, probe.accept_token(t)) << "token " << t << " after " << out;
+          }
+          if (bit && !(free_text && (t == eos || t == 256 || t == 259))) ok.push_back(t);
+        }
+        return ok.empty() ? eos : ok[rng() % ok.size()];
+      };
+      for (int i = 0; i < 6; ++i) {  // free text that does not open the call
+        const int32_t t = pick(true);
+        ASSERT_TRUE(m.accept_token(t));
+        out += text[static_cast<size_t>(t)];
+      }
+      if (out.find(f.trigger.substr(0, 3)) != std::string::npos) continue;  // a partial trigger: skip
+      ASSERT_TRUE(m.accept_bytes(f.trigger)) << out;
+      out += f.trigger;
+      bool done = false;
+      for (int step = 0; step < 400 && !done; ++step) {
+        const int32_t t = pick(false);
+        if (t == eos) {
+          done = true;
+          break;
+        }
+        ASSERT_TRUE(m.accept_token(t));
+        out += text[static_cast<size_t>(t)];
+      }
+      if (!done) continue;
+      ++n_done;
+      const auto parsed = ToolCallParser::parse(out, f.format);
+      ASSERT_EQ(parsed.error, "") << tool_call_format_name(f.format) << ": " << out;
+      ASSERT_GE(parsed.calls.size(), 1u) << out;
+      for (const auto& call : parsed.calls) {
+        const ojson args = ojson::parse(call.arguments, nullptr, false);
+        ASSERT_FALSE(args.is_discarded()) << out;
+        if (call.name == "get_weather") {
+          EXPECT_EQ(validate(kWeather, args), "") << tool_call_format_name(f.format) << ": " << out;
+        } else {
+          EXPECT_EQ(call.name, "noop") << out;
+          EXPECT_TRUE(args.is_object()) << out;
+        }
+        ++n_calls;
+      }
+    }
+  }
+  std::printf("auto tool-call walks finished: %d, calls: %d\n", n_done, n_calls);
+  EXPECT_GE(n_done, 4 * 60 / 3);
 }
 
 }  // namespace

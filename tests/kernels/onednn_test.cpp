@@ -23,9 +23,16 @@ TEST(Onednn, MatmulMatchesRef) {
     const auto act = quantize_rows(*kernel_table(Isa::kRef), t, random_floats(rng, n_in * n_tok), n_in, n_tok);
     const size_t wrow = ggml_row_size(t, n_in), arow = ggml_row_size(t, n_in);
     std::vector<float> out(static_cast<size_t>(ld * n_tok), NAN);
-    ASSERT_TRUE(onednn_matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n_in, .row_begin = r0,
-                               .row_end = r1, .act = act.data(), .act_row_stride = arow, .n_tok = n_tok,
-                               .out = out.data(), .out_stride = ld}));
+    const bool ok = onednn_matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n_in, .row_begin = r0,
+                                   .row_end = r1, .act = act.data(), .act_row_stride = arow, .n_tok = n_tok,
+                                   .out = out.data(), .out_stride = ld});
+    // oneDNN 2.6 has BF16 matmuls from AVX-512 on; below that the call must fail and write nothing.
+    if (t == GgmlType::BF16 && !kernel_table(Isa::kAvx512)) {
+      EXPECT_FALSE(ok);
+      for (float v : out) EXPECT_TRUE(std::isnan(v));
+      continue;
+    }
+    ASSERT_TRUE(ok) << ggml_type_name(t);
     for (int64_t it = 0; it < n_tok; ++it)
       for (int64_t r = 0; r < ld; ++r) {
         const float got = out[static_cast<size_t>(it * ld + r)];

@@ -89,7 +89,7 @@ TEST_P(Dsv4BlockTest, TeacherForcedSubLayersMatchReference) {
       const auto ref = read_i32(b + ".topk.i32");
       ASSERT_EQ(topk.size(), ref.size()) << "block " << il << ": indexer rows not traced";
       topk_rows += n;
-      topk_same += same_sets(topk, ref, n, hp.idx_topk, [](int64_t t) { return static_cast<int32_t>((t + 1) / 4); });
+      topk_same += same_sets(topk, ref, n, hp.idx_top_k, [](int64_t t) { return static_cast<int32_t>((t + 1) / 4); });
     }
 
     ids.clear();

@@ -438,8 +438,8 @@ TEST(HParams, Deepseek32Keys) {
   EXPECT_EQ(v32->arch, Arch::kDeepseek32);
   EXPECT_EQ(v32->n_layer, 4);  // block_count 5 = 4 trunk blocks + 1 MTP block
   EXPECT_EQ(v32->n_nextn, 1);
-  EXPECT_EQ(v32->idx_n_head, 64);
-  EXPECT_EQ(v32->idx_head_dim, 64);
+  EXPECT_EQ(v32->n_idx_head, 64);
+  EXPECT_EQ(v32->n_idx_dim, 64);
   EXPECT_EQ(v32->idx_top_k, 16);
   EXPECT_EQ(v32->q_lora, 256);
   EXPECT_EQ(v32->kv_lora, 256);
@@ -522,7 +522,7 @@ TEST(HParams, Deepseek4Keys) {
   EXPECT_EQ(hp->out_lora, 128);
   EXPECT_EQ(hp->n_idx_head, 64);
   EXPECT_EQ(hp->n_idx_dim, 64);
-  EXPECT_EQ(hp->idx_topk, 8);
+  EXPECT_EQ(hp->idx_top_k, 8);
   EXPECT_EQ(hp->n_hash_layer, 2);
   EXPECT_EQ(hp->n_embd_head_k, 128);
   EXPECT_EQ(hp->n_rot, 32);

@@ -412,7 +412,7 @@ try {
     check(distinct > 0, 'some position has two distinct top tokens');
   });
 
-  await testCase('n = 2', async () => {
+  await testCase('n = 2, also streamed', async () => {
     const r = await client.chat.completions.create({ model, messages: question, max_tokens: 16, seed: 11, temperature: 1, n: 2 });
     check(r.choices.length === 2, `two choices (${r.choices.length})`);
     check(r.choices.map((c) => c.index).join(',') === '0,1', 'indices 0 and 1');
@@ -429,6 +429,21 @@ try {
       tokens += one.usage.completion_tokens;
     }
     check(r.usage.completion_tokens === tokens, `usage counts both choices' tokens (${r.usage.completion_tokens} vs ${tokens})`);
+    // Streamed: the choices' chunks interleave, each with its index; per index they add up
+    // to the non-streamed choice.
+    const stream = await client.chat.completions.create({ model, messages: question, max_tokens: 16, seed: 11, temperature: 1, n: 2, stream: true });
+    const text = ['', ''];
+    const finish = [null, null];
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        text[c.index] += c.delta?.content ?? '';
+        if (c.finish_reason) finish[c.index] = c.finish_reason;
+      }
+    }
+    for (const i of [0, 1]) {
+      check(text[i] === r.choices[i]?.message.content, `streamed choice ${i} equals the non-streamed one`);
+      check(finish[i] === r.choices[i]?.finish_reason, `streamed choice ${i} finish_reason ${finish[i]}`);
+    }
   });
 
   const v4exit = await v4.stop();

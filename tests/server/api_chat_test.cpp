@@ -28,7 +28,8 @@ const std::string kV4Calls =
 
 const json kTools = json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Weather.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"},
+                                                    "unit": {"type": "string"}},
                    "required": ["city"]}}},
   {"type": "function", "function": {"name": "search_docs",
     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}
@@ -243,6 +244,51 @@ TEST_F(ApiChat, ForcedCallsArePrefilledAndValidated) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
   EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().rfind(named + "{", 0), 0u);
+}
+
+// tool_choice auto: free text is the model's own; once it opens a call, the call's grammar
+// holds it to the tool's schema ("town" is not a property, "city" is required).
+TEST_F(ApiChat, AutoCallsAreHeldToTheirSchemaOnceOpened) {
+  const std::string opener = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>";
+  start("Let me look.\n" + opener + "{\"town\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  const json body = {{"messages", user("hi")}, {"tools", kTools}, {"max_tokens", 200}};
+  json j = post(body);
+  const json& msg = j["choices"][0]["message"];
+  EXPECT_EQ(msg["content"], "Let me look.") << j;
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << j;
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  const json args = json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args.contains("city")) << args;
+  EXPECT_FALSE(args.contains("town")) << args;
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  std::string streamed;
+  for (const json& e : stream(body)) {
+    for (const json& c : e["choices"][0]["delta"].value("tool_calls", json::array())) {
+      streamed += c["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(json::parse(streamed), args);
+  // Unconstrained, the same model's call would name "town". A model that writes no call ends
+  // as it likes, with EOS: "stop".
+  start("No call needed.");
+  j = post(body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "No call needed.");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  // DSML (V4): the trigger <｜DSML｜tool_calls> starts the call; the templates' raw
+  // string="true" values pass the call grammar; a parameter the schema lacks is not written.
+  const json long_body = {{"messages", user("hi")}, {"tools", kTools}, {"max_tokens", 600}};  // a token per byte
+  std::string v4 = kV4Calls;
+  v4.replace(v4.find("\"city\""), 6, "\"town\"");
+  start("ok" + v4, false, ToolCallFormat::kV4);
+  j = post(long_body);
+  ASSERT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << j;
+  const json a4 = json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(a4.contains("city")) << a4;
+  EXPECT_FALSE(a4.contains("town")) << a4;
+  start("ok" + kV4Calls, false, ToolCallFormat::kV4);
+  j = post(long_body);
+  EXPECT_EQ(json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"city", "Hang \"zhou\""}, {"days", 3}})) << j;
 }
 
 TEST_F(ApiChat, ToolChoiceNoneHidesToolsAndSwitchesReachTheTemplate) {

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 #include <cmath>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "../constrain/json_validate.h"
@@ -70,6 +72,22 @@ class ApiConstrain : public ::testing::Test {
       if (c.contains("finish_reason") && c["finish_reason"].is_string()) *finish = c["finish_reason"];
     }
     return text;
+  }
+  // The JSON events of a streamed response (not [DONE]); the raw stream in *raw.
+  std::vector<json> events(const std::string& path, const json& body, std::string* raw = nullptr) {
+    HttpResponse r = call(path, body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::string out;
+    StreamSink sink{.write = [&](std::string_view s) { return out.append(s), true; }, .alive = [] { return true; }};
+    if (r.stream) r.stream(sink);
+    std::vector<json> evs;
+    size_t pos = 0;
+    for (size_t end; (end = out.find("\n\n", pos)) != std::string::npos; pos = end + 2) {
+      const std::string ev = out.substr(pos + 6, end - pos - 6);
+      if (ev != "[DONE]") evs.push_back(json::parse(ev));
+    }
+    if (raw) *raw = out;
+    return evs;
   }
   void expect_error(const HttpResponse& r, const std::string& needle) {
     EXPECT_EQ(r.status, 400) << r.body;
@@ -214,10 +232,32 @@ TEST_F(ApiConstrain, PromptArraysGiveOneResultPerPrompt) {
     n_prompt += one["usage"]["prompt_tokens"].get<int64_t>();
   }
   EXPECT_EQ(o["usage"]["prompt_tokens"], n_prompt);
-  // A mixed array of ids and strings stays one prompt; streaming takes one prompt.
+  // Streamed: each prompt's events carry its index and add up to its result; llama.cpp's
+  // route ends each prompt with its final object, OpenAI's with a finish_reason per index.
+  std::map<int, std::string> text;
+  std::set<int> ended;
+  for (const json& e : events("/completion", {{"prompt", prompts}, {"n_predict", 12}, {"temperature", 0}, {"stream", true}})) {
+    const int i = e["index"];
+    text[i] += e["content"].get<std::string>();
+    if (e["stop"] == true) ended.insert(i);
+  }
+  ASSERT_EQ(ended.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(text[i], a[static_cast<size_t>(i)]["content"]) << i;
+  text.clear();
+  ended.clear();
+  for (const json& e :
+       events("/v1/completions", {{"prompt", prompts}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true}})) {
+    for (const json& c : e["choices"]) {
+      text[c["index"].get<int>()] += c["text"].get<std::string>();
+      if (c["finish_reason"].is_string()) ended.insert(c["index"].get<int>());
+    }
+  }
+  ASSERT_EQ(ended.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(text[i], o["choices"][static_cast<size_t>(i)]["text"]) << i;
+  // A mixed array of ids and strings stays one prompt; a streamed array holds at most 16.
   json mixed = post("/completion", {{"prompt", json::array({"ab", 99, "cd"})}, {"n_predict", 4}});
   EXPECT_TRUE(mixed.is_object());
-  expect_error(call("/completion", {{"prompt", prompts}, {"stream", true}}), "one prompt");
+  expect_error(call("/completion", {{"prompt", std::vector<std::string>(17, "p")}, {"stream", true}}), "at most 16");
   // An error in one prompt is the batch's error.
   expect_error(call("/v1/completions", {{"prompt", json::array({"ok", json::array({-5})})}}), "prompt");
 }
@@ -242,7 +282,51 @@ TEST_F(ApiConstrain, NChoicesUseSeedPlusIndex) {
   EXPECT_EQ(c["choices"][1]["text"], c1["choices"][0]["text"]);
   EXPECT_GT(loop_->stats().tokens_cached, 0);
   expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"n", 17}}), "\"n\"");
-  expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"n", 2}, {"stream", true}}), "one choice");
+}
+
+// n choices streamed: the choices' chunks interleave, each with its index; per index they add
+// up to the non-streamed choice with the same seed; one [DONE]; include_usage sums the choices.
+TEST_F(ApiConstrain, NChoicesStreamedEqualNonStreamed) {
+  const json msgs = {{{"role", "user"}, {"content", "pick"}}};
+  const json body = {{"messages", msgs}, {"max_tokens", 10}, {"seed", 40}, {"n", 3}};
+  json whole = post("/v1/chat/completions", body);
+  json sb = body;
+  sb["stream"] = true;
+  sb["stream_options"] = {{"include_usage", true}};
+  std::string raw;
+  std::vector<json> evs = events("/v1/chat/completions", sb, &raw);
+  std::map<int, std::string> text;
+  std::map<int, std::string> finish;
+  std::set<std::string> ids;
+  json usage;
+  for (const json& e : evs) {
+    ids.insert(e["id"].get<std::string>());
+    if (e.contains("usage") && e["choices"].empty()) usage = e["usage"];
+    for (const json& c : e["choices"]) {
+      if (c["delta"].contains("content")) text[c["index"].get<int>()] += c["delta"]["content"].get<std::string>();
+      if (c["finish_reason"].is_string()) finish[c["index"].get<int>()] = c["finish_reason"];
+    }
+  }
+  EXPECT_EQ(ids.size(), 1u) << raw;  // one completion id, as OpenAI streams n choices
+  ASSERT_EQ(finish.size(), 3u) << raw;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(text[i], whole["choices"][static_cast<size_t>(i)]["message"]["content"]) << i;
+    EXPECT_EQ(finish[i], whole["choices"][static_cast<size_t>(i)]["finish_reason"]) << i;
+  }
+  EXPECT_EQ(usage["completion_tokens"], whole["usage"]["completion_tokens"]) << raw;
+  EXPECT_EQ(usage["prompt_tokens"], whole["usage"]["prompt_tokens"]) << raw;
+  size_t n_done = 0;
+  for (size_t p = 0; (p = raw.find("data: [DONE]", p)) != std::string::npos; ++p) ++n_done;
+  EXPECT_EQ(n_done, 1u);
+  EXPECT_EQ(raw.rfind("data: [DONE]\n\n"), raw.size() - 14);
+  // Completions: n = 2 streamed.
+  std::map<int, std::string> ctext;
+  for (const json& e : events("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 5}, {"n", 2}, {"stream", true}})) {
+    for (const json& c : e["choices"]) ctext[c["index"].get<int>()] += c["text"].get<std::string>();
+  }
+  json c = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 5}, {"n", 2}});
+  EXPECT_EQ(ctext[0], c["choices"][0]["text"]);
+  EXPECT_EQ(ctext[1], c["choices"][1]["text"]);
 }
 
 // logprobs: the model's distribution after the constraint (a two-token grammar leaves two
@@ -312,6 +396,24 @@ TEST_F(ApiConstrain, CompletionLogprobs) {
   EXPECT_EQ(text, j["choices"][0]["text"]);
   json none = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 2}});
   EXPECT_TRUE(none["choices"][0]["logprobs"].is_null());
+}
+
+// Byte tokens 0xC8 and 0xC9 are not UTF-8 by themselves: both would read U+FFFD and collide
+// as keys of top_logprobs; they come out as OpenAI writes them, "bytes:\xNN".
+TEST_F(ApiConstrain, CompletionLogprobsKeysOfByteTokens) {
+  json j = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 2},
+                                    {"logit_bias", {{"200", 300}, {"201", 290}}}});
+  const json& lp = j["choices"][0]["logprobs"];
+  ASSERT_TRUE(lp.is_object()) << j;
+  EXPECT_EQ(lp["tokens"][0], "bytes:\\xc8") << j;
+  const json& top = lp["top_logprobs"][0];
+  ASSERT_EQ(top.size(), 2u) << j;
+  EXPECT_TRUE(top.contains("bytes:\\xc8")) << j;
+  EXPECT_TRUE(top.contains("bytes:\\xc9")) << j;
+  EXPECT_GT(top["bytes:\\xc8"].get<double>(), top["bytes:\\xc9"].get<double>());
+  // UTF-8 tokens keep their text.
+  json a = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 1}, {"logprobs", 1}, {"logit_bias", {{"65", 60}}}});
+  EXPECT_EQ(a["choices"][0]["logprobs"]["tokens"][0], "A") << a;
 }
 
 // /completion n_probs: llama.cpp's fields, the model's top_logprobs and the sampling chain's

@@ -379,6 +379,24 @@ TEST_F(Api, ClientLeavingMidStreamCancelsAndFreesKv) {
   EXPECT_EQ(ctx_->counters.client_disconnects.load(), 2);
 }
 
+// n choices and prompt arrays stream all their parts at once; a client that leaves ends
+// every part and their KV blocks return.
+TEST_F(Api, ClientLeavingMidStreamCancelsEveryChoice) {
+  start({.eos_percent = 0, .step_delay = 1ms});
+  const json msgs = {{{"role", "user"}, {"content", "long"}}};
+  std::string out = stream("/v1/chat/completions",
+                           {{"messages", msgs}, {"n", 3}, {"max_tokens", 100000}, {"ignore_eos", true}, {"stream", true}},
+                           /*stop_after=*/8);
+  EXPECT_EQ(out.find("[DONE]"), std::string::npos);
+  expect_idle_kv();
+  EXPECT_EQ(loop_->stats().n_running, 0);
+  stream("/completion",
+         {{"prompt", json::array({"one", "two", "three"})}, {"n_predict", 100000}, {"ignore_eos", true}, {"stream", true}},
+         /*stop_after=*/6);
+  expect_idle_kv();
+  EXPECT_EQ(loop_->stats().n_running, 0);
+}
+
 TEST_F(Api, RepeatedPromptReportsTokensCached) {
   const std::string prompt(100, 'p');
   json a = post_json("/completion", {{"prompt", prompt}, {"n_predict", 4}, {"temperature", 0}});

@@ -2,8 +2,9 @@
 // on 127.0.0.1 only, with bounded loops: documented fields of every generation route,
 // greedy output == `ds-cli generate`, 16 concurrent streams == each alone, clear errors for
 // bad requests with the server still serving and the KV cache back to zero when idle, a
-// full queue, a prompt over the context, a client hanging up, the prefix cache, API keys,
-// --mlock (locked weights, or exit 1 naming the limit), and a clean exit 0 on SIGTERM.
+// full queue, a prompt over the context, a client hanging up, the prefix cache, n choices
+// run together, API keys, --mlock (locked weights, or exit 1 naming the limit), and a clean
+// exit 0 on SIGTERM.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
@@ -14,6 +15,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -303,6 +305,33 @@ TEST_F(ServerE2E, RepeatedPromptUsesThePrefixCache) {
   EXPECT_LT(b["timings"]["prompt_n"].get<int>(), 17);
   EXPECT_EQ(b["timings"]["prompt_n"].get<int>() + b["tokens_cached"].get<int>(), a["tokens_evaluated"].get<int>());
   EXPECT_EQ(b["content"], a["content"]);
+}
+
+// n = 3 on the real engine: the choices run concurrently after the prompt was computed once;
+// each equals the n = 1 request with seed + i (alone), and streamed per index equals the
+// non-streamed choice.
+TEST_F(ServerE2E, NChoicesRunTogetherAndMatchSeedPlusIndex) {
+  std::string prompt = "Choices share this prompt.";
+  for (int i = 0; i < 12; ++i) prompt += " Line " + std::to_string(i) + ".";
+  const json req = {{"prompt", prompt}, {"max_tokens", 10}, {"temperature", 1}, {"seed", 21}, {"n", 3}};
+  json all = post(port(), "/v1/completions", req);
+  ASSERT_EQ(all["choices"].size(), 3u) << all;
+  for (int i = 0; i < 3; ++i) {
+    json one = post(port(), "/v1/completions",
+                    {{"prompt", prompt}, {"max_tokens", 10}, {"temperature", 1}, {"seed", 21 + i}});
+    EXPECT_EQ(all["choices"][static_cast<size_t>(i)]["text"], one["choices"][0]["text"]) << i;
+    EXPECT_GT(one["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  }
+  json sreq = req;
+  sreq["stream"] = true;
+  bool done = false;
+  RawResponse r = raw_request(port(), "POST", "/v1/completions", sreq.dump());
+  std::map<int, std::string> text;
+  for (const json& e : sse_events(r.body, &done)) {
+    for (const json& c : e["choices"]) text[c["index"].get<int>()] += c["text"].get<std::string>();
+  }
+  EXPECT_TRUE(done);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(text[i], all["choices"][static_cast<size_t>(i)]["text"]) << i;
 }
 
 TEST_F(ServerE2E, TokenizeDetokenizePropsSlotsMetrics) {
