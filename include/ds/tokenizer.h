@@ -24,13 +24,13 @@ class GgufFile;
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : int32_t {
-  UNDEFINED = 0,
-  NORMAL = 1,
-  UNKNOWN = 2,
-  CONTROL = 3,
-  USER_DEFINED = 4,
-  UNUSED = 5,
-  BYTE = 6,
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
 };
 
 struct TokenizerOptions {

@@ -136,7 +136,7 @@ class Parser {
   }
   Sym term(const ByteSet& set) {
     sets_.push_back(set);
-    return {Kind::TERM, static_cast<uint32_t>(sets_.size() - 1)};
+    return {Kind::kTerm, static_cast<uint32_t>(sets_.size() - 1)};
   }
   Seq bytes_seq(const std::string& bytes) {
     Seq q;
@@ -200,7 +200,7 @@ class Parser {
         const uint32_t id = rule_id(read_name());
         if (ref_pos_[id].empty()) ref_pos_[id] = position_note(at);
         last = seq->size();
-        seq->push_back({Kind::REF, id});
+        seq->push_back({Kind::kRef, id});
       } else if (c == '"') {
         const size_t open = i_++;
         last = seq->size();
@@ -225,7 +225,7 @@ class Parser {
       } else if (c == '.') {
         ++i_;
         last = seq->size();
-        seq->push_back({Kind::REF, any_char_rule()});
+        seq->push_back({Kind::kRef, any_char_rule()});
       } else if (c == '(') {
         ++i_;
         const uint32_t id = new_rule(std::string(rule));
@@ -235,7 +235,7 @@ class Parser {
         ++i_;
         rules_[id] = std::move(alts);
         last = seq->size();
-        seq->push_back({Kind::REF, id});
+        seq->push_back({Kind::kRef, id});
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         if (last == SIZE_MAX) return fail(std::string("'") + c + "' follows no element");
         if (!parse_postfix(rule, seq, last)) return false;
@@ -355,7 +355,7 @@ class Parser {
     if (negated) add_utf8_multi(&alts);
     const uint32_t id = new_rule(std::string(rule) + "-class");
     rules_[id] = std::move(alts);
-    *out = {Kind::REF, id};
+    *out = {Kind::kRef, id};
     return true;
   }
 
@@ -379,7 +379,7 @@ class Parser {
     if (seq->size() - last > 1) {  // wrap a multi-symbol element (a literal) into a rule
       const uint32_t id = new_rule(base);
       rules_[id] = {Seq(seq->begin() + static_cast<std::ptrdiff_t>(last), seq->end())};
-      x = {Kind::REF, id};
+      x = {Kind::kRef, id};
     }
     seq->resize(last);
     int lo = 0, hi = -1;  // hi < 0: unbounded
@@ -410,18 +410,18 @@ class Parser {
     for (int k = 0; k < lo; ++k) seq->push_back(x);
     if (hi < 0) {  // star ::= x star | ""
       const uint32_t star = new_rule(base + "-star");
-      rules_[star] = {{x, {Kind::REF, star}}, {}};
-      seq->push_back({Kind::REF, star});
+      rules_[star] = {{x, {Kind::kRef, star}}, {}};
+      seq->push_back({Kind::kRef, star});
     } else if (hi > lo) {  // opt_k ::= x opt_{k-1} | ""
       uint32_t prev = UINT32_MAX;
       for (int k = 0; k < hi - lo; ++k) {
         const uint32_t id = new_rule(base + "-opt");
         Seq first{x};
-        if (prev != UINT32_MAX) first.push_back({Kind::REF, prev});
+        if (prev != UINT32_MAX) first.push_back({Kind::kRef, prev});
         rules_[id] = {first, {}};
         prev = id;
       }
-      seq->push_back({Kind::REF, prev});
+      seq->push_back({Kind::kRef, prev});
     }
     return true;
   }
@@ -436,7 +436,7 @@ class Parser {
       for (const Seq& alt : rules_[r]) {
         g.alts[r].push_back(static_cast<uint32_t>(g.syms.size()));
         g.syms.insert(g.syms.end(), alt.begin(), alt.end());
-        g.syms.push_back({Kind::END, 0});
+        g.syms.push_back({Kind::kEnd, 0});
       }
     }
     return g;
@@ -447,9 +447,9 @@ class Parser {
     const size_t n = g.alts.size();
     std::vector<bool> nullable(n, false);
     auto seq_nullable_until = [&](uint32_t pos, const std::function<void(uint32_t)>& on_ref) {
-      for (; g.syms[pos].kind != Kind::END; ++pos) {
+      for (; g.syms[pos].kind != Kind::kEnd; ++pos) {
         const Sym s = g.syms[pos];
-        if (s.kind == Kind::TERM) return false;
+        if (s.kind == Kind::kTerm) return false;
         if (on_ref) on_ref(s.arg);
         if (!nullable[s.arg]) return false;
       }

@@ -22,7 +22,7 @@
 namespace ds::constrain {
 
 struct Grammar {
-  enum class Kind : uint8_t { END, TERM, REF };
+  enum class Kind : uint8_t { kEnd, kTerm, kRef };
   struct Sym {
     Kind kind;
     uint32_t arg;  // TERM: index into sets; REF: rule id

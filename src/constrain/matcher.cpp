@@ -111,7 +111,7 @@ void Matcher::add(int32_t head, std::vector<int32_t>& out) const {
 void Matcher::expand(uint32_t pos, int32_t parent, std::vector<int32_t>& out) {
   const Grammar::Sym s = g_.syms[pos];
   switch (s.kind) {
-    case Kind::END:
+    case Kind::kEnd:
       if (parent < 0) {
         add(-1, out);
       } else {
@@ -119,7 +119,7 @@ void Matcher::expand(uint32_t pos, int32_t parent, std::vector<int32_t>& out) {
         expand(p.pos, p.parent, out);
       }
       return;
-    case Kind::TERM: {
+    case Kind::kTerm: {
       const auto id = static_cast<int32_t>(nodes_.size());
       nodes_.push_back({pos, parent});
       const size_t before = out.size();
@@ -127,9 +127,9 @@ void Matcher::expand(uint32_t pos, int32_t parent, std::vector<int32_t>& out) {
       if (out.size() == before) nodes_.pop_back();  // a duplicate
       return;
     }
-    case Kind::REF: {
+    case Kind::kRef: {
       int32_t cont = parent;
-      if (g_.syms[pos + 1].kind != Kind::END) {  // a rule in tail position needs no return node
+      if (g_.syms[pos + 1].kind != Kind::kEnd) {  // a rule in tail position needs no return node
         cont = static_cast<int32_t>(nodes_.size());
         nodes_.push_back({pos + 1, parent});
       }

@@ -88,7 +88,7 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c, std::string_view
     const std::string rule = "tool" + std::to_string(i);
     std::string body;
     switch (c.format) {
-      case ToolCallFormat::R1: {
+      case ToolCallFormat::kR1: {
         auto r = json_schema_rules(t.parameters, t.parameters, rule + "-args");
         if (!r) return Status::error("tools: '" + t.name + "': " + r.message());
         rules += r.value();
@@ -96,7 +96,7 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c, std::string_view
                lit("\n```" + std::string(kCallEnd));
         break;
       }
-      case ToolCallFormat::V3_1: {
+      case ToolCallFormat::kV3_1: {
         auto r = json_schema_rules(t.parameters, t.parameters, rule + "-args");
         if (!r) return Status::error("tools: '" + t.name + "': " + r.message());
         rules += r.value();
@@ -104,43 +104,43 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c, std::string_view
                lit(std::string(kCallEnd));
         break;
       }
-      case ToolCallFormat::V3_2:
-      case ToolCallFormat::V4: {
+      case ToolCallFormat::kV3_2:
+      case ToolCallFormat::kV4: {
         auto p = dsml_params(t.parameters, rule, &rules);
         if (!p) return p.status();
         body = (named ? "" : lit(t.name + "\">\n") + " ") + (p.value().empty() ? "" : p.value() + " ") +
                lit("</｜DSML｜invoke>\n");
         break;
       }
-      case ToolCallFormat::NONE:
+      case ToolCallFormat::kNone:
         return Status::error("tool_call_gbnf: the chat format has no tool calls");
     }
     alts += (alts.empty() ? "" : " | ") + std::string("(") + body + ")";
   }
   // The block's close, and the opener of one more call (auto with parallel calls only).
   std::string close(kCallsEnd), next = std::string(kCallBegin);
-  if (c.format == ToolCallFormat::R1) next += "function" + std::string(kSep);
-  if (c.format == ToolCallFormat::V3_2 || c.format == ToolCallFormat::V4) {
-    close = c.format == ToolCallFormat::V4 ? "</｜DSML｜tool_calls>" : "</｜DSML｜function_calls>";
+  if (c.format == ToolCallFormat::kR1) next += "function" + std::string(kSep);
+  if (c.format == ToolCallFormat::kV3_2 || c.format == ToolCallFormat::kV4) {
+    close = c.format == ToolCallFormat::kV4 ? "</｜DSML｜tool_calls>" : "</｜DSML｜function_calls>";
     next = "<｜DSML｜invoke name=\"";
   }
   std::string root = "(" + alts + ")";
   if (!lead.empty()) root = lit(lead) + " " + root;
   if (!lead.empty() && c.parallel && !named) root += " (" + lit(next) + " (" + alts + "))*";
-  if (c.format == ToolCallFormat::V3_2 || c.format == ToolCallFormat::V4) rules += kDsmlRawRule;
+  if (c.format == ToolCallFormat::kV3_2 || c.format == ToolCallFormat::kV4) rules += kDsmlRawRule;
   return "root ::= " + root + " " + lit(close) + "\n" + rules + json_base_rules();
 }
 
 std::string_view tool_call_trigger(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::R1:
-    case ToolCallFormat::V3_1:
+    case ToolCallFormat::kR1:
+    case ToolCallFormat::kV3_1:
       return kCallsBegin;
-    case ToolCallFormat::V3_2:
+    case ToolCallFormat::kV3_2:
       return "<｜DSML｜function_calls>";
-    case ToolCallFormat::V4:
+    case ToolCallFormat::kV4:
       return "<｜DSML｜tool_calls>";
-    case ToolCallFormat::NONE:
+    case ToolCallFormat::kNone:
       break;
   }
   return {};
@@ -156,7 +156,7 @@ Grammar auto_call_grammar(Grammar g, std::string_view trigger) {
   const auto first = static_cast<uint32_t>(g.alts.size());
   auto term = [&g](const std::bitset<256>& set) {
     g.sets.push_back(set);
-    g.syms.push_back({Kind::TERM, static_cast<uint32_t>(g.sets.size() - 1)});
+    g.syms.push_back({Kind::kTerm, static_cast<uint32_t>(g.sets.size() - 1)});
   };
   for (size_t k = 0; k < m; ++k) {
     std::vector<std::bitset<256>> to(m);  // bytes leading from F_k to F_j
@@ -169,19 +169,19 @@ Grammar auto_call_grammar(Grammar g, std::string_view trigger) {
     }
     std::vector<uint32_t> alts;
     alts.push_back(static_cast<uint32_t>(g.syms.size()));
-    g.syms.push_back({Kind::END, 0});
+    g.syms.push_back({Kind::kEnd, 0});
     for (size_t j = 0; j < m; ++j) {
       if (to[j].none()) continue;
       alts.push_back(static_cast<uint32_t>(g.syms.size()));
       term(to[j]);
-      g.syms.push_back({Kind::REF, first + static_cast<uint32_t>(j)});
-      g.syms.push_back({Kind::END, 0});
+      g.syms.push_back({Kind::kRef, first + static_cast<uint32_t>(j)});
+      g.syms.push_back({Kind::kEnd, 0});
     }
     if (k + 1 == m) {
       alts.push_back(static_cast<uint32_t>(g.syms.size()));
       term(std::bitset<256>().set(static_cast<unsigned char>(trigger[k])));
-      g.syms.push_back({Kind::REF, g.root});
-      g.syms.push_back({Kind::END, 0});
+      g.syms.push_back({Kind::kRef, g.root});
+      g.syms.push_back({Kind::kEnd, 0});
     }
     g.alts.push_back(std::move(alts));
     g.names.push_back("free-text-" + std::to_string(k));

@@ -137,19 +137,23 @@ Status Runner::prepare(std::span<const SeqChunk> chunks, Batch* b) {
   return Status::ok();
 }
 
+ForwardCtx Runner::forward_ctx(const Batch& b, const TraceFn* trace, Profile* prof) {
+  return ForwardCtx{.kt = *kt_,
+                    .pool = *pool_,
+                    .arena = *arena_,
+                    .batch = b,
+                    .kv = KvLayout{.type = opts_.kv_type,
+                                   .block_size = kv_->block_size(),
+                                   .row_bytes = model_->kv_row_bytes(opts_.kv_type)},
+                    .trace = trace,
+                    .prof = prof};
+}
+
 Status Runner::step(std::span<const SeqChunk> chunks, float* logits, const TraceFn* trace) {
   Batch b;
   DS_RETURN_IF_ERROR(prepare(chunks, &b));
   if (b.n_tok == 0) return Status::ok();
-  ForwardCtx ctx{.kt = *kt_,
-                 .pool = *pool_,
-                 .arena = *arena_,
-                 .batch = b,
-                 .kv = KvLayout{.type = opts_.kv_type,
-                                .block_size = kv_->block_size(),
-                                .row_bytes = model_->kv_row_bytes(opts_.kv_type)},
-                 .trace = trace,
-                 .prof = profiling_ ? &prof_ : nullptr};
+  ForwardCtx ctx = forward_ctx(b, trace, profiling_ ? &prof_ : nullptr);
   if (profiling_) {
     prof_.current = Stage::kOther;
     prof_.since = std::chrono::steady_clock::now();
@@ -180,14 +184,7 @@ Status Runner::sublayer(int il, SubLayer kind, int32_t seq, int32_t pos0, const 
   const SeqChunk ch{.seq_id = seq, .tokens = dummy, .pos0 = pos0, .all_logits = false};
   Batch b;
   DS_RETURN_IF_ERROR(prepare(std::span<const SeqChunk>(&ch, 1), &b));
-  ForwardCtx ctx{.kt = *kt_,
-                 .pool = *pool_,
-                 .arena = *arena_,
-                 .batch = b,
-                 .kv = KvLayout{.type = opts_.kv_type,
-                                .block_size = kv_->block_size(),
-                                .row_bytes = model_->kv_row_bytes(opts_.kv_type)},
-                 .trace = trace};
+  ForwardCtx ctx = forward_ctx(b, trace);
   const size_t mark = arena_->mark();
   if (kind == SubLayer::kAttention) {
     model_->attention(il, ctx, x, out);

@@ -75,6 +75,8 @@ class Runner {
  private:
   Runner() = default;
   Status prepare(std::span<const SeqChunk> chunks, Batch* b);
+  // The forward context of one prepared batch (profiling on when prof is set).
+  ForwardCtx forward_ctx(const Batch& b, const TraceFn* trace, Profile* prof = nullptr);
 
   RunnerOptions opts_;
   std::unique_ptr<Model> model_;

@@ -80,12 +80,12 @@ struct GgufParser {
 
   static size_t min_value_bytes(GgufValueType t) {
     switch (t) {
-      case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
-      case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
-      case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
-      case GgufValueType::UINT64: case GgufValueType::INT64: case GgufValueType::FLOAT64: return 8;
-      case GgufValueType::STRING: return 8;
-      case GgufValueType::ARRAY: return 12;
+      case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
+      case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
+      case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
+      case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
+      case GgufValueType::kString: return 8;
+      case GgufValueType::kArray: return 12;
     }
     return 1;
   }
@@ -93,17 +93,17 @@ struct GgufParser {
   Status read_scalar(GgufValueType t, GgufValue* v, const std::string& key) {
     const char* f = key.c_str();
     switch (t) {
-      case GgufValueType::UINT8: { uint8_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
-      case GgufValueType::INT8: { int8_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::UINT16: { uint16_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
-      case GgufValueType::INT16: { int16_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::UINT32: { uint32_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
-      case GgufValueType::INT32: { int32_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::UINT64: { uint64_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = static_cast<int64_t>(x); break; }
-      case GgufValueType::INT64: { int64_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::FLOAT32: { float x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->f = x; break; }
-      case GgufValueType::FLOAT64: { double x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->f = x; break; }
-      case GgufValueType::BOOL: {
+      case GgufValueType::kUint8: { uint8_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
+      case GgufValueType::kInt8: { int8_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
+      case GgufValueType::kUint16: { uint16_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
+      case GgufValueType::kInt16: { int16_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
+      case GgufValueType::kUint32: { uint32_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
+      case GgufValueType::kInt32: { int32_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
+      case GgufValueType::kUint64: { uint64_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = static_cast<int64_t>(x); break; }
+      case GgufValueType::kInt64: { int64_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
+      case GgufValueType::kFloat32: { float x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->f = x; break; }
+      case GgufValueType::kFloat64: { double x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->f = x; break; }
+      case GgufValueType::kBool: {
         const size_t at = pos;
         uint8_t x = 0;
         DS_RETURN_IF_ERROR(read(&x, f));
@@ -111,8 +111,8 @@ struct GgufParser {
         v->i = x; v->u = x;
         break;
       }
-      case GgufValueType::STRING: DS_RETURN_IF_ERROR(read_string(&v->str, f, size)); break;
-      case GgufValueType::ARRAY: break;  // handled by read_value
+      case GgufValueType::kString: DS_RETURN_IF_ERROR(read_string(&v->str, f, size)); break;
+      case GgufValueType::kArray: break;  // handled by read_value
     }
     return Status::ok();
   }
@@ -121,7 +121,7 @@ struct GgufParser {
     const size_t at = pos;
     uint32_t raw = 0;
     DS_RETURN_IF_ERROR(read(&raw, key.c_str()));
-    if (raw > static_cast<uint32_t>(GgufValueType::FLOAT64)) {
+    if (raw > static_cast<uint32_t>(GgufValueType::kFloat64)) {
       return fail(str_format("%s: unknown metadata value type %u", key.c_str(), raw), at);
     }
     *t = static_cast<GgufValueType>(raw);
@@ -130,7 +130,7 @@ struct GgufParser {
 
   Status read_value(GgufValueType t, GgufValue* v, const std::string& key, int depth) {
     v->type = t;
-    if (t != GgufValueType::ARRAY) return read_scalar(t, v, key);
+    if (t != GgufValueType::kArray) return read_scalar(t, v, key);
     if (depth >= kMaxArrayDepth) return fail(key + ": arrays nested too deeply", pos);
     DS_RETURN_IF_ERROR(read_type(&v->elem_type, key));
     const size_t at = pos;
@@ -142,22 +142,22 @@ struct GgufParser {
     }
     GgufValue elem;
     switch (v->elem_type) {
-      case GgufValueType::STRING:
+      case GgufValueType::kString:
         v->arr_str.resize(n);
         for (uint64_t k = 0; k < n; ++k) DS_RETURN_IF_ERROR(read_string(&v->arr_str[k], key.c_str(), size));
         break;
-      case GgufValueType::FLOAT32: case GgufValueType::FLOAT64:
+      case GgufValueType::kFloat32: case GgufValueType::kFloat64:
         v->arr_float.resize(n);
         for (uint64_t k = 0; k < n; ++k) {
           DS_RETURN_IF_ERROR(read_scalar(v->elem_type, &elem, key));
           v->arr_float[k] = elem.f;
         }
         break;
-      case GgufValueType::ARRAY:
+      case GgufValueType::kArray:
         v->arr_nested.resize(n);
         // Each element is itself {u32 element type, u64 count, values}: no per-element tag.
         for (uint64_t k = 0; k < n; ++k) {
-          DS_RETURN_IF_ERROR(read_value(GgufValueType::ARRAY, &v->arr_nested[k], key, depth + 1));
+          DS_RETURN_IF_ERROR(read_value(GgufValueType::kArray, &v->arr_nested[k], key, depth + 1));
         }
         break;
       default:
@@ -201,7 +201,7 @@ struct GgufParser {
     }
 
     if (const GgufValue* a = f->find("general.alignment")) {
-      if (a->type != GgufValueType::UINT32 || a->u == 0 || (a->u & (a->u - 1)) != 0) {
+      if (a->type != GgufValueType::kUint32 || a->u == 0 || (a->u & (a->u - 1)) != 0) {
         return fail("general.alignment must be a u32 power of two, got " + a->to_string(), 0);
       }
       f->alignment_ = a->u;
@@ -274,8 +274,8 @@ const char* gguf_value_type_name(GgufValueType t) {
 
 bool GgufValue::is_integer() const {
   switch (type) {
-    case GgufValueType::FLOAT32: case GgufValueType::FLOAT64: case GgufValueType::STRING:
-    case GgufValueType::ARRAY: return false;
+    case GgufValueType::kFloat32: case GgufValueType::kFloat64: case GgufValueType::kString:
+    case GgufValueType::kArray: return false;
     default: return true;
   }
 }
@@ -286,15 +286,15 @@ size_t GgufValue::array_size() const {
 
 std::string GgufValue::to_string(size_t max_items) const {
   switch (type) {
-    case GgufValueType::STRING: {
+    case GgufValueType::kString: {
       std::string s = str.size() > 80 ? str.substr(0, 77) + "..." : str;
       return "\"" + escape_for_display(s) + "\"";
     }
-    case GgufValueType::BOOL: return i ? "true" : "false";
-    case GgufValueType::FLOAT32: case GgufValueType::FLOAT64: return str_format("%g", f);
-    case GgufValueType::UINT64: case GgufValueType::UINT32: case GgufValueType::UINT16:
-    case GgufValueType::UINT8: return std::to_string(u);
-    case GgufValueType::ARRAY: {
+    case GgufValueType::kBool: return i ? "true" : "false";
+    case GgufValueType::kFloat32: case GgufValueType::kFloat64: return str_format("%g", f);
+    case GgufValueType::kUint64: case GgufValueType::kUint32: case GgufValueType::kUint16:
+    case GgufValueType::kUint8: return std::to_string(u);
+    case GgufValueType::kArray: {
       std::string s = str_format("[%s x %zu]", gguf_value_type_name(elem_type), array_size());
       if (max_items == 0) return s;
       s += " {";
@@ -482,7 +482,7 @@ const GgufTensorInfo* GgufFile::tensor(std::string_view name) const {
 
 std::string GgufFile::architecture() const {
   const GgufValue* v = find("general.architecture");
-  return v && v->type == GgufValueType::STRING ? v->str : std::string();
+  return v && v->type == GgufValueType::kString ? v->str : std::string();
 }
 
 Status GgufFile::type_error(std::string_view key, const GgufValue& v, const char* want) const {
@@ -493,8 +493,8 @@ Status GgufFile::type_error(std::string_view key, const GgufValue& v, const char
 Result<std::optional<int64_t>> GgufFile::get_int(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return std::optional<int64_t>();
-  if (!v->is_integer() || v->type == GgufValueType::BOOL) return type_error(key, *v, "an integer");
-  if (v->type == GgufValueType::UINT64 && v->u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+  if (!v->is_integer() || v->type == GgufValueType::kBool) return type_error(key, *v, "an integer");
+  if (v->type == GgufValueType::kUint64 && v->u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return Status::error(path() + ": metadata key '" + std::string(key) + "' value is out of range");
   }
   return std::optional<int64_t>(v->i);
@@ -504,21 +504,21 @@ Result<std::optional<double>> GgufFile::get_float(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return std::optional<double>();
   if (v->is_float()) return std::optional<double>(v->f);
-  if (v->is_integer() && v->type != GgufValueType::BOOL) return std::optional<double>(static_cast<double>(v->i));
+  if (v->is_integer() && v->type != GgufValueType::kBool) return std::optional<double>(static_cast<double>(v->i));
   return type_error(key, *v, "a number");
 }
 
 Result<std::optional<bool>> GgufFile::get_bool(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return std::optional<bool>();
-  if (v->type != GgufValueType::BOOL) return type_error(key, *v, "a bool");
+  if (v->type != GgufValueType::kBool) return type_error(key, *v, "a bool");
   return std::optional<bool>(v->i != 0);
 }
 
 Result<std::optional<std::string>> GgufFile::get_string(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return std::optional<std::string>();
-  if (v->type != GgufValueType::STRING) return type_error(key, *v, "a string");
+  if (v->type != GgufValueType::kString) return type_error(key, *v, "a string");
   return std::optional<std::string>(v->str);
 }
 

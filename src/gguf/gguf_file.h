@@ -20,16 +20,16 @@ namespace ds {
 
 // Metadata value type ids (GGUF), 0..12 in this order.
 enum class GgufValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
+  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType t);
 
 // One metadata value. Scalars keep their declared type; arrays keep their element type
 // and store elements in the vector that fits (ints, floats, strings, or nested arrays).
 struct GgufValue {
-  GgufValueType type = GgufValueType::UINT8;
-  GgufValueType elem_type = GgufValueType::UINT8;  // arrays only
+  GgufValueType type = GgufValueType::kUint8;
+  GgufValueType elem_type = GgufValueType::kUint8;  // arrays only
 
   // Scalar payload: integers (and bool) in i or u, floats in f, strings in str.
   int64_t i = 0;
@@ -43,9 +43,9 @@ struct GgufValue {
   std::vector<std::string> arr_str;  // STRING
   std::vector<GgufValue> arr_nested; // ARRAY of ARRAY
 
-  bool is_array() const { return type == GgufValueType::ARRAY; }
+  bool is_array() const { return type == GgufValueType::kArray; }
   bool is_integer() const;   // any integer scalar type or bool
-  bool is_float() const { return type == GgufValueType::FLOAT32 || type == GgufValueType::FLOAT64; }
+  bool is_float() const { return type == GgufValueType::kFloat32 || type == GgufValueType::kFloat64; }
   size_t array_size() const;
   // Human-readable short form (arrays summarized), for ds-cli inspect.
   std::string to_string(size_t max_items = 8) const;

@@ -12,62 +12,62 @@ namespace ds {
 
 GgufValue gguf_u32(uint32_t v) {
   GgufValue r;
-  r.type = GgufValueType::UINT32;
+  r.type = GgufValueType::kUint32;
   r.u = v;
   r.i = v;
   return r;
 }
 GgufValue gguf_i32(int32_t v) {
   GgufValue r;
-  r.type = GgufValueType::INT32;
+  r.type = GgufValueType::kInt32;
   r.i = v;
   r.u = static_cast<uint64_t>(static_cast<int64_t>(v));
   return r;
 }
 GgufValue gguf_u64(uint64_t v) {
   GgufValue r;
-  r.type = GgufValueType::UINT64;
+  r.type = GgufValueType::kUint64;
   r.u = v;
   r.i = static_cast<int64_t>(v);
   return r;
 }
 GgufValue gguf_f32(float v) {
   GgufValue r;
-  r.type = GgufValueType::FLOAT32;
+  r.type = GgufValueType::kFloat32;
   r.f = v;
   return r;
 }
 GgufValue gguf_bool(bool v) {
   GgufValue r;
-  r.type = GgufValueType::BOOL;
+  r.type = GgufValueType::kBool;
   r.i = v ? 1 : 0;
   r.u = v ? 1 : 0;
   return r;
 }
 GgufValue gguf_str(std::string v) {
   GgufValue r;
-  r.type = GgufValueType::STRING;
+  r.type = GgufValueType::kString;
   r.str = std::move(v);
   return r;
 }
 GgufValue gguf_arr_str(std::vector<std::string> v) {
   GgufValue r;
-  r.type = GgufValueType::ARRAY;
-  r.elem_type = GgufValueType::STRING;
+  r.type = GgufValueType::kArray;
+  r.elem_type = GgufValueType::kString;
   r.arr_str = std::move(v);
   return r;
 }
 GgufValue gguf_arr_i32(const std::vector<int32_t>& v) {
   GgufValue r;
-  r.type = GgufValueType::ARRAY;
-  r.elem_type = GgufValueType::INT32;
+  r.type = GgufValueType::kArray;
+  r.elem_type = GgufValueType::kInt32;
   r.arr_int.assign(v.begin(), v.end());
   return r;
 }
 GgufValue gguf_arr_f32(const std::vector<float>& v) {
   GgufValue r;
-  r.type = GgufValueType::ARRAY;
-  r.elem_type = GgufValueType::FLOAT32;
+  r.type = GgufValueType::kArray;
+  r.elem_type = GgufValueType::kFloat32;
   r.arr_float.assign(v.begin(), v.end());
   return r;
 }
@@ -75,17 +75,17 @@ GgufValue gguf_arr_f32(const std::vector<float>& v) {
 namespace {
 
 bool is_unsigned(GgufValueType t) {
-  return t == GgufValueType::UINT8 || t == GgufValueType::UINT16 || t == GgufValueType::UINT32 ||
-         t == GgufValueType::UINT64 || t == GgufValueType::BOOL;
+  return t == GgufValueType::kUint8 || t == GgufValueType::kUint16 || t == GgufValueType::kUint32 ||
+         t == GgufValueType::kUint64 || t == GgufValueType::kBool;
 }
 uint64_t uint_payload(const GgufValue& v) { return v.u != 0 ? v.u : static_cast<uint64_t>(v.i); }
 int64_t int_payload(const GgufValue& v) { return v.i != 0 ? v.i : static_cast<int64_t>(v.u); }
 uint64_t array_count(const GgufValue& v) {
   switch (v.elem_type) {
-    case GgufValueType::STRING: return v.arr_str.size();
-    case GgufValueType::FLOAT32:
-    case GgufValueType::FLOAT64: return v.arr_float.size();
-    case GgufValueType::ARRAY: return v.arr_nested.size();
+    case GgufValueType::kString: return v.arr_str.size();
+    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat64: return v.arr_float.size();
+    case GgufValueType::kArray: return v.arr_nested.size();
     default: return v.arr_int.size();
   }
 }
@@ -95,10 +95,10 @@ uint64_t array_count(const GgufValue& v) {
 bool gguf_value_equal(const GgufValue& a, const GgufValue& b) {
   if (a.type != b.type) return false;
   switch (a.type) {
-    case GgufValueType::FLOAT32:
-    case GgufValueType::FLOAT64: return a.f == b.f || (a.f != a.f && b.f != b.f);
-    case GgufValueType::STRING: return a.str == b.str;
-    case GgufValueType::ARRAY: {
+    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat64: return a.f == b.f || (a.f != a.f && b.f != b.f);
+    case GgufValueType::kString: return a.str == b.str;
+    case GgufValueType::kArray: {
       if (a.elem_type != b.elem_type) return false;
       if (a.arr_int != b.arr_int || a.arr_str != b.arr_str) return false;
       if (a.arr_float.size() != b.arr_float.size()) return false;
@@ -147,7 +147,7 @@ const GgufValue* GgufWriter::find(std::string_view key) const {
 
 uint64_t GgufWriter::alignment() const {
   const GgufValue* a = find("general.alignment");
-  if (!a || a->is_array() || a->type == GgufValueType::STRING || a->is_float()) return 32;
+  if (!a || a->is_array() || a->type == GgufValueType::kString || a->is_float()) return 32;
   const uint64_t v = uint_payload(*a);
   return (v != 0 && (v & (v - 1)) == 0 && v <= (1u << 20)) ? v : 32;
 }
@@ -210,21 +210,21 @@ Status GgufWriter::write_string(std::string_view s) {
 
 Status GgufWriter::write_value(const GgufValue& v, GgufValueType type) {
   switch (type) {
-    case GgufValueType::UINT8: return put<uint8_t>(static_cast<uint8_t>(uint_payload(v)));
-    case GgufValueType::INT8: return put<int8_t>(static_cast<int8_t>(int_payload(v)));
-    case GgufValueType::UINT16: return put<uint16_t>(static_cast<uint16_t>(uint_payload(v)));
-    case GgufValueType::INT16: return put<int16_t>(static_cast<int16_t>(int_payload(v)));
-    case GgufValueType::UINT32: return put<uint32_t>(static_cast<uint32_t>(uint_payload(v)));
-    case GgufValueType::INT32: return put<int32_t>(static_cast<int32_t>(int_payload(v)));
-    case GgufValueType::UINT64: return put<uint64_t>(uint_payload(v));
-    case GgufValueType::INT64: return put<int64_t>(int_payload(v));
-    case GgufValueType::FLOAT32: return put<float>(static_cast<float>(v.f));
-    case GgufValueType::FLOAT64: return put<double>(v.f);
-    case GgufValueType::BOOL: return put<uint8_t>(uint_payload(v) ? 1 : 0);
-    case GgufValueType::STRING: return write_string(v.str);
-    case GgufValueType::ARRAY: break;
+    case GgufValueType::kUint8: return put<uint8_t>(static_cast<uint8_t>(uint_payload(v)));
+    case GgufValueType::kInt8: return put<int8_t>(static_cast<int8_t>(int_payload(v)));
+    case GgufValueType::kUint16: return put<uint16_t>(static_cast<uint16_t>(uint_payload(v)));
+    case GgufValueType::kInt16: return put<int16_t>(static_cast<int16_t>(int_payload(v)));
+    case GgufValueType::kUint32: return put<uint32_t>(static_cast<uint32_t>(uint_payload(v)));
+    case GgufValueType::kInt32: return put<int32_t>(static_cast<int32_t>(int_payload(v)));
+    case GgufValueType::kUint64: return put<uint64_t>(uint_payload(v));
+    case GgufValueType::kInt64: return put<int64_t>(int_payload(v));
+    case GgufValueType::kFloat32: return put<float>(static_cast<float>(v.f));
+    case GgufValueType::kFloat64: return put<double>(v.f);
+    case GgufValueType::kBool: return put<uint8_t>(uint_payload(v) ? 1 : 0);
+    case GgufValueType::kString: return write_string(v.str);
+    case GgufValueType::kArray: break;
   }
-  if (type != GgufValueType::ARRAY) return Status::error("gguf writer: unknown value type");
+  if (type != GgufValueType::kArray) return Status::error("gguf writer: unknown value type");
   DS_RETURN_IF_ERROR(put<uint32_t>(static_cast<uint32_t>(v.elem_type)));
   const uint64_t n = array_count(v);
   DS_RETURN_IF_ERROR(write_bytes(&n, 8));
@@ -232,13 +232,13 @@ Status GgufWriter::write_value(const GgufValue& v, GgufValueType type) {
   e.type = v.elem_type;
   for (uint64_t k = 0; k < n; ++k) {
     switch (v.elem_type) {
-      case GgufValueType::STRING: DS_RETURN_IF_ERROR(write_string(v.arr_str[k])); break;
-      case GgufValueType::FLOAT32:
-      case GgufValueType::FLOAT64:
+      case GgufValueType::kString: DS_RETURN_IF_ERROR(write_string(v.arr_str[k])); break;
+      case GgufValueType::kFloat32:
+      case GgufValueType::kFloat64:
         e.f = v.arr_float[k];
         DS_RETURN_IF_ERROR(write_value(e, v.elem_type));
         break;
-      case GgufValueType::ARRAY: DS_RETURN_IF_ERROR(write_value(v.arr_nested[k], GgufValueType::ARRAY)); break;
+      case GgufValueType::kArray: DS_RETURN_IF_ERROR(write_value(v.arr_nested[k], GgufValueType::kArray)); break;
       default:
         e.i = v.arr_int[k];
         e.u = static_cast<uint64_t>(v.arr_int[k]);
@@ -262,9 +262,9 @@ Status GgufWriter::pad_to(uint64_t a) {
 Status GgufWriter::begin(const std::string& path) {
   if (f_) return Status::error("gguf writer: begin() called twice");
   if (const GgufValue* a = find("general.alignment")) {
-    const bool integer = !a->is_array() && !a->is_float() && a->type != GgufValueType::STRING;
+    const bool integer = !a->is_array() && !a->is_float() && a->type != GgufValueType::kString;
     const uint64_t v = integer ? uint_payload(*a) : 0;
-    if (a->type != GgufValueType::UINT32 || v == 0 || (v & (v - 1)) != 0 || v > (1u << 20)) {
+    if (a->type != GgufValueType::kUint32 || v == 0 || (v & (v - 1)) != 0 || v > (1u << 20)) {
       return Status::error("gguf writer: general.alignment must be a u32 power of two (at most 2^20), got " +
                            a->to_string());
     }
@@ -371,18 +371,18 @@ uint64_t GgufWriter::header_size() const {
   uint64_t n = 4 + 4 + 8 + 8;
   auto value_size = [](const GgufValue& v, GgufValueType t, auto&& self) -> uint64_t {
     switch (t) {
-      case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
-      case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
-      case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
-      case GgufValueType::UINT64: case GgufValueType::INT64: case GgufValueType::FLOAT64: return 8;
-      case GgufValueType::STRING: return 8 + v.str.size();
-      case GgufValueType::ARRAY: break;
+      case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
+      case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
+      case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
+      case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
+      case GgufValueType::kString: return 8 + v.str.size();
+      case GgufValueType::kArray: break;
     }
     uint64_t s = 4 + 8;
-    if (v.elem_type == GgufValueType::STRING) {
+    if (v.elem_type == GgufValueType::kString) {
       for (const auto& e : v.arr_str) s += 8 + e.size();
-    } else if (v.elem_type == GgufValueType::ARRAY) {
-      for (const auto& e : v.arr_nested) s += self(e, GgufValueType::ARRAY, self);
+    } else if (v.elem_type == GgufValueType::kArray) {
+      for (const auto& e : v.arr_nested) s += self(e, GgufValueType::kArray, self);
     } else {
       GgufValue e;
       s += array_count(v) * self(e, v.elem_type, self);

@@ -78,34 +78,40 @@ void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const 
 // in the work items of ForwardCtx::for_each_attention_item.
 void Deepseek2Model::mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const {
   const Batch& b = ctx.batch;
-  const int H = hp_.n_head;
-  const int64_t kvl = hp_.kv_lora, rope = hp_.n_rot, qs = kvl + rope;
   const size_t layer_off = ctx.kv.offset(il, 0);
-  ctx.for_each_attention_item(H, [&](int seq, int64_t q0, int64_t n, int h0, int h1) {
+  ctx.for_each_attention_item(hp_.n_head, [&](int seq, int64_t q0, int64_t n, int h0, int h1) {
     const SeqSlice& sq = b.seqs[seq];
     const int64_t t0 = sq.t0 + q0;
-    ctx.kt.mla_attn(MlaArgs{.n_head = H,
-                            .kv_lora = static_cast<int>(kvl),
-                            .n_rope = static_cast<int>(rope),
-                            .scale = hp_.kq_scale(),
-                            .n_q = n,
-                            .q_abs = qcat + t0 * H * qs,
-                            .q_pe = qcat + t0 * H * qs + kvl,
-                            .q_tok_stride = H * qs,
-                            .q_head_stride = qs,
-                            .q_pos = b.pos + t0,
-                            .kv = KvView{.type = ctx.kv.type,
-                                         .blocks = sq.kv_blocks,
-                                         .block_size = ctx.kv.block_size,
-                                         .row_stride = ctx.kv.row_bytes,
-                                         .head_offset = 0,
-                                         .elem_offset = layer_off},
-                            .out = o + t0 * H * kvl,
-                            .out_tok_stride = H * kvl,
-                            .out_head_stride = kvl,
-                            .head_begin = h0,
-                            .head_end = h1});
+    const KvView paged{.type = ctx.kv.type,
+                       .blocks = sq.kv_blocks,
+                       .block_size = ctx.kv.block_size,
+                       .row_stride = ctx.kv.row_bytes,
+                       .head_offset = 0,
+                       .elem_offset = layer_off};
+    mla_call(ctx, qcat, o, t0, n, b.pos + t0, paged, h0, h1);
   });
+}
+
+void Deepseek2Model::mla_call(ForwardCtx& ctx, const float* qcat, float* o, int64_t t0, int64_t n_q,
+                              const int32_t* q_pos, const KvView& kv, int h0, int h1) const {
+  const int H = hp_.n_head;
+  const int64_t kvl = hp_.kv_lora, rope = hp_.n_rot, qs = kvl + rope;
+  ctx.kt.mla_attn(MlaArgs{.n_head = H,
+                          .kv_lora = static_cast<int>(kvl),
+                          .n_rope = static_cast<int>(rope),
+                          .scale = hp_.kq_scale(),
+                          .n_q = n_q,
+                          .q_abs = qcat + t0 * H * qs,
+                          .q_pe = qcat + t0 * H * qs + kvl,
+                          .q_tok_stride = H * qs,
+                          .q_head_stride = qs,
+                          .q_pos = q_pos,
+                          .kv = kv,
+                          .out = o + t0 * H * kvl,
+                          .out_tok_stride = H * kvl,
+                          .out_head_stride = kvl,
+                          .head_begin = h0,
+                          .head_end = h1});
 }
 
 float* Deepseek2Model::mla_project(int il, ForwardCtx& ctx, ActRows& a, float** qr) const {

@@ -34,6 +34,10 @@ class Deepseek2Model : public Model {
   float* mla_absorb(int il, ForwardCtx& ctx, const float* q) const;
   // Dense causal attention of every query over its sequence's latent cache: o [T][H][kv_lora].
   void mla(int il, ForwardCtx& ctx, const float* qcat, float* o) const;
+  // One mla_attn call: queries [t0, t0 + n_q) of qcat and heads [h0, h1) over the cache rows of
+  // kv, query i at position q_pos[i]; writes their rows of o [T][H][kv_lora].
+  void mla_call(ForwardCtx& ctx, const float* qcat, float* o, int64_t t0, int64_t n_q, const int32_t* q_pos,
+                const KvView& kv, int h0, int h1) const;
   // out = attn_output(concat_h v_b_h o_h).
   void mla_output(int il, ForwardCtx& ctx, const float* o, float* out) const;
 

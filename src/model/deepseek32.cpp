@@ -171,7 +171,7 @@ void Deepseek32Model::trace_selection(int il, ForwardCtx& ctx, const IndexerArgs
 void Deepseek32Model::sparse_mla(int il, ForwardCtx& ctx, const float* qcat, const int32_t* sel,
                                  const int32_t* n_sel, float* o) const {
   const Batch& b = ctx.batch;
-  const int64_t T = b.n_tok, kvl = hp_.kv_lora, rope = hp_.n_rot, qs = kvl + rope;
+  const int64_t T = b.n_tok;
   const int H = hp_.n_head, k = hp_.idx_top_k, bs = ctx.kv.block_size;
   // Sparse rows get a view of their selected rows: rows[t][i] is row i's address, and
   // q_pos n_sel - 1 makes the kernel attend to all of them.
@@ -194,22 +194,7 @@ void Deepseek32Model::sparse_mla(int il, ForwardCtx& ctx, const float* qcat, con
   ctx.for_each_attention_item(H, [&](int seq, int64_t q0, int64_t n, int h0, int h1) {
     const SeqSlice& sq = b.seqs[seq];
     auto run = [&](int64_t t0, int64_t n_q, const KvView& kv, const int32_t* q_pos) {
-      ctx.kt.mla_attn(MlaArgs{.n_head = H,
-                              .kv_lora = static_cast<int>(kvl),
-                              .n_rope = static_cast<int>(rope),
-                              .scale = hp_.kq_scale(),
-                              .n_q = n_q,
-                              .q_abs = qcat + t0 * H * qs,
-                              .q_pe = qcat + t0 * H * qs + kvl,
-                              .q_tok_stride = H * qs,
-                              .q_head_stride = qs,
-                              .q_pos = q_pos,
-                              .kv = kv,
-                              .out = o + t0 * H * kvl,
-                              .out_tok_stride = H * kvl,
-                              .out_head_stride = kvl,
-                              .head_begin = h0,
-                              .head_end = h1});
+      mla_call(ctx, qcat, o, t0, n_q, q_pos, kv, h0, h1);
     };
     const KvView paged{.type = ctx.kv.type,
                        .blocks = sq.kv_blocks,

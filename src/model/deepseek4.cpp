@@ -353,14 +353,11 @@ void Deepseek4Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
   const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
   const int64_t T = ctx.batch.n_tok, E = hp_.n_embd, H = hp_.n_head, D = hp_.n_embd_head_k;
   Arena& ar = ctx.arena;
-  float* y = ar.alloc<float>(T * E);
-  float* post = ar.alloc<float>(T * hp_.n_hc);
-  float* comb = ar.alloc<float>(T * hp_.n_hc * hp_.n_hc);
-  dsv4::hc_pre(ctx, hp_, lw.hc_attn_fn, lw.hc_attn_base, lw.hc_attn_scale, x, T, y, post, comb);
-  ctx.rms_norm_rows(y, E, lw.attn_norm, hp_.norm_eps, T, E, y, E);
+  const dsv4::HcEntry hc =
+      dsv4::hc_enter(ctx, hp_, lw.hc_attn_fn, lw.hc_attn_base, lw.hc_attn_scale, lw.attn_norm, x, T);
 
   Proj p;
-  project(il, ctx, y, &p);
+  project(il, ctx, hc.y, &p);
   write_rows(il, ctx, p);
   build_compressed(il, ctx);
   int32_t* sel = nullptr;
@@ -378,22 +375,17 @@ void Deepseek4Model::attention(int il, ForwardCtx& ctx, const float* x, float* o
   float* a = ar.alloc<float>(T * E);
   output_lora(il, ctx, o, a);
   ctx.emit("attn_out", il, a, T, E);
-  dsv4::hc_post(ctx, hp_, x, a, post, comb, T, out);
+  dsv4::hc_post(ctx, hp_, x, a, hc.post, hc.comb, T, out);
 }
 
 void Deepseek4Model::ffn(int il, ForwardCtx& ctx, const float* x, float* out) const {
   const LayerWeights& lw = w_->layers[static_cast<size_t>(il)];
   const int64_t T = ctx.batch.n_tok, E = hp_.n_embd;
-  Arena& ar = ctx.arena;
-  float* y = ar.alloc<float>(T * E);
-  float* post = ar.alloc<float>(T * hp_.n_hc);
-  float* comb = ar.alloc<float>(T * hp_.n_hc * hp_.n_hc);
-  dsv4::hc_pre(ctx, hp_, lw.hc_ffn_fn, lw.hc_ffn_base, lw.hc_ffn_scale, x, T, y, post, comb);
-  ctx.rms_norm_rows(y, E, lw.ffn_norm, hp_.norm_eps, T, E, y, E);
-  float* f = ar.alloc<float>(T * E);
-  dsv4::moe_ffn(ctx, hp_, lw, il, y, f);
+  const dsv4::HcEntry hc = dsv4::hc_enter(ctx, hp_, lw.hc_ffn_fn, lw.hc_ffn_base, lw.hc_ffn_scale, lw.ffn_norm, x, T);
+  float* f = ctx.arena.alloc<float>(T * E);
+  dsv4::moe_ffn(ctx, hp_, lw, il, hc.y, f);
   ctx.emit("ffn_out", il, f, T, E);
-  dsv4::hc_post(ctx, hp_, x, f, post, comb, T, out);
+  dsv4::hc_post(ctx, hp_, x, f, hc.post, hc.comb, T, out);
 }
 
 void Deepseek4Model::forward(ForwardCtx& ctx, float* logits) const {

@@ -42,6 +42,15 @@ RopeParams rope_params(const HParams& hp, int ratio);
 // y [T][E] = sum_s pre[s] X[s]; post [T][hc]; comb [T][hc][hc] (C[d][s], after Sinkhorn).
 void hc_pre(ForwardCtx& ctx, const HParams& hp, const Mat& fn, const Vec& base, const Vec& scale, const float* X,
             int64_t T, float* y, float* post, float* comb);
+// A sub-layer's entry: hc_pre into arena rows, then y rms-normed with `norm` (the
+// sub-layer's input); post and comb are what its hc_post takes.
+struct HcEntry {
+  float* y;     // [T][E]
+  float* post;  // [T][hc]
+  float* comb;  // [T][hc][hc]
+};
+HcEntry hc_enter(ForwardCtx& ctx, const HParams& hp, const Mat& fn, const Vec& base, const Vec& scale, const Vec& norm,
+                 const float* X, int64_t T);
 // X' [T][hc][E]: X'[d] = post[d] * o + sum_s C[d][s] X[s].
 void hc_post(ForwardCtx& ctx, const HParams& hp, const float* X, const float* o, const float* post, const float* comb,
              int64_t T, float* out);

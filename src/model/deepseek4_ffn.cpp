@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "model/deepseek4.h"
+#include "model/ffn.h"
 
 namespace ds::dsv4 {
 
@@ -36,17 +37,6 @@ void clamped_swiglu(const KernelTable& kt, float* g, float* u, int64_t n, float 
     }
   }
   kt.silu_mul(g, u, g, n);
-}
-
-// Rows x [n_rows][n] in vec_dot_type(w): *stride receives the row bytes.
-const uint8_t* act_for(ForwardCtx& ctx, const Mat& w, const float* x, int64_t n_rows, int64_t n, size_t* stride) {
-  const GgmlType at = vec_dot_type(w.type);
-  *stride = static_cast<size_t>(n) * sizeof(float);
-  if (at == GgmlType::F32) return reinterpret_cast<const uint8_t*>(x);
-  *stride = ggml_row_size(at, n);
-  uint8_t* q = ctx.arena.alloc_bytes(*stride * static_cast<size_t>(n_rows));
-  ctx.quantize_rows(at, x, n, n_rows, n, q, *stride);
-  return q;
 }
 
 // Router, selection and weights for every token: ids/wts [T][K] in slot order.
@@ -183,7 +173,7 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   });
 
   size_t rd = 0;
-  const uint8_t* gq = act_for(ctx, lw.down_exps.first, G, TK, Fe, &rd);
+  const uint8_t* gq = act_for_matmul(ctx, lw.down_exps.first, G, TK, Fe, &rd);
   float* Dn = ar.alloc<float>(TK * E);
   float* S = shared ? ar.alloc<float>(T * E) : nullptr;
   n = 0;
@@ -193,7 +183,7 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
   }
   if (shared) {
     size_t rs = 0;
-    const uint8_t* sq = act_for(ctx, lw.down_shexp, SG, T, Fs, &rs);
+    const uint8_t* sq = act_for_matmul(ctx, lw.down_shexp, SG, T, Fs, &rs);
     jobs[n++] = MatJob{lw.down_shexp, sq, rs, T, S, E};
   }
   ctx.matmul_jobs(jobs, n);

@@ -135,6 +135,17 @@ void hc_pre(ForwardCtx& ctx, const HParams& hp, const Mat& fn, const Vec& base, 
   });
 }
 
+HcEntry hc_enter(ForwardCtx& ctx, const HParams& hp, const Mat& fn, const Vec& base, const Vec& scale, const Vec& norm,
+                 const float* X, int64_t T) {
+  const int64_t E = hp.n_embd;
+  HcEntry h{.y = ctx.arena.alloc<float>(T * E),
+            .post = ctx.arena.alloc<float>(T * hp.n_hc),
+            .comb = ctx.arena.alloc<float>(T * hp.n_hc * hp.n_hc)};
+  hc_pre(ctx, hp, fn, base, scale, X, T, h.y, h.post, h.comb);
+  ctx.rms_norm_rows(h.y, E, norm, hp.norm_eps, T, E, h.y, E);
+  return h;
+}
+
 void hc_post(ForwardCtx& ctx, const HParams& hp, const float* X, const float* o, const float* post, const float* comb,
              int64_t T, float* out) {
   const int n = hp.n_hc;

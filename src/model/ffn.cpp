@@ -96,6 +96,17 @@ void gather_rows(ForwardCtx& ctx, const uint8_t* src, size_t rb, int64_t K, cons
 
 }  // namespace
 
+const uint8_t* act_for_matmul(ForwardCtx& ctx, const Mat& w, const float* x, int64_t n_rows, int64_t n,
+                              size_t* stride) {
+  const GgmlType at = vec_dot_type(w.type);
+  *stride = static_cast<size_t>(n) * sizeof(float);
+  if (at == GgmlType::F32) return reinterpret_cast<const uint8_t*>(x);
+  *stride = ggml_row_size(at, n);
+  uint8_t* q = ctx.arena.alloc_bytes(*stride * static_cast<size_t>(n_rows));
+  ctx.quantize_rows(at, x, n, n_rows, n, q, *stride);
+  return q;
+}
+
 namespace {
 
 // Router (f32, never quantized), selection, and the (token, slot) pairs sorted by expert.
@@ -187,16 +198,6 @@ float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r
   return G;
 }
 
-// n_rows float rows of n (stride n) in vec_dot_type(w); *stride receives their row bytes.
-const uint8_t* down_act(ForwardCtx& ctx, const Mat& w, const float* x, int64_t n_rows, int64_t n, size_t* stride) {
-  const GgmlType at = vec_dot_type(w.type);
-  *stride = static_cast<size_t>(n) * sizeof(float);
-  if (at == GgmlType::F32) return reinterpret_cast<const uint8_t*>(x);
-  *stride = ggml_row_size(at, n);
-  uint8_t* q = ctx.arena.alloc_bytes(*stride * static_cast<size_t>(n_rows));
-  ctx.quantize_rows(at, x, n, n_rows, n, q, *stride);
-  return q;
-}
 
 // down(G) for every sorted row: [TK][E]; with shared experts also *S = down_shexp(sh.g)
 // [T][E], in the same parallel pass.
@@ -205,12 +206,12 @@ float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, i
   Arena& ar = ctx.arena;
   const int64_t Fe = lw.down_exps.first.n_in, E = lw.down_exps.first.n_out;
   size_t gq_stride = 0;
-  const uint8_t* gq = down_act(ctx, lw.down_exps.first, G, TK, Fe, &gq_stride);
+  const uint8_t* gq = act_for_matmul(ctx, lw.down_exps.first, G, TK, Fe, &gq_stride);
   float* D = ar.alloc<float>(TK * E);
   int n = expert_jobs(lw.down_exps, r, X, gq, gq_stride, D, E, jobs);
   if (sh.g) {
     size_t sq_stride = 0;
-    const uint8_t* sq = down_act(ctx, lw.down_shexp, sh.g, T, sh.F, &sq_stride);
+    const uint8_t* sq = act_for_matmul(ctx, lw.down_shexp, sh.g, T, sh.F, &sq_stride);
     *S = ar.alloc<float>(T * E);
     jobs[n++] = MatJob{lw.down_shexp, sq, sq_stride, T, *S, E};
   }

@@ -26,12 +26,12 @@ int Scheduler::blocks_available() const {
 }
 
 SubmitResult Scheduler::submit(int64_t id, std::vector<int32_t> prompt, bool use_cache) {
-  if (reqs_.count(id)) return SubmitResult::duplicate;
+  if (reqs_.count(id)) return SubmitResult::kDuplicate;
   const int n = static_cast<int>(prompt.size());
   if (n == 0 || n >= opts_.n_ctx || blocks_for(n + 1) > kv_.blocks_total()) {
-    return SubmitResult::too_long;
+    return SubmitResult::kTooLong;
   }
-  if (n_waiting() >= opts_.max_queue) return SubmitResult::queue_full;
+  if (n_waiting() >= opts_.max_queue) return SubmitResult::kQueueFull;
   auto r = std::make_unique<Req>();
   r->id = id;
   r->tokens = std::move(prompt);
@@ -39,7 +39,7 @@ SubmitResult Scheduler::submit(int64_t id, std::vector<int32_t> prompt, bool use
   r->use_cache = use_cache;
   waiting_.push_back(r.get());
   reqs_.emplace(id, std::move(r));
-  return SubmitResult::ok;
+  return SubmitResult::kOk;
 }
 
 void Scheduler::release_kv(Req& r) {

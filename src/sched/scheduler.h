@@ -52,7 +52,7 @@ struct StepPlan {
   std::vector<int64_t> out_of_memory;
 };
 
-enum class SubmitResult { ok, queue_full, too_long, duplicate };
+enum class SubmitResult { kOk, kQueueFull, kTooLong, kDuplicate };
 
 struct RequestView {
   int64_t id = 0;
@@ -69,8 +69,8 @@ class Scheduler {
   Scheduler(KvBlocks& kv, SchedOptions opts);
   ~Scheduler();
 
-  // Queue a request. too_long: the prompt cannot fit one sequence (n_ctx) or the whole
-  // cache; queue_full: max_queue requests already wait. use_cache=false skips reuse (the
+  // Queue a request. kTooLong: the prompt cannot fit one sequence (n_ctx) or the whole
+  // cache; kQueueFull: max_queue requests already wait. use_cache=false skips reuse (the
   // request's blocks are still offered to the cache for later requests).
   SubmitResult submit(int64_t id, std::vector<int32_t> prompt, bool use_cache = true);
   // Remove a request in any state now, releasing its KV blocks. Unknown ids are ignored.

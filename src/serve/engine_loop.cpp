@@ -48,20 +48,20 @@ void EngineLoop::start() {
 
 SubmitOutcome EngineLoop::submit(GenParams params) {
   std::lock_guard lk(mu_);
-  if (!accepting_) return {SubmitCode::stopping, nullptr};
+  if (!accepting_) return {SubmitCode::kStopping, nullptr};
   const int n_vocab = engine_.info().n_vocab;
   for (int32_t t : params.prompt) {
-    if (t < 0 || t >= n_vocab) return {SubmitCode::invalid_token, nullptr};
+    if (t < 0 || t >= n_vocab) return {SubmitCode::kInvalidToken, nullptr};
   }
   const int64_t id = next_id_++;
   switch (sched_->submit(id, params.prompt, params.cache_prompt)) {
-    case SubmitResult::ok:
+    case SubmitResult::kOk:
       break;
-    case SubmitResult::queue_full:
+    case SubmitResult::kQueueFull:
       ++totals_.requests_rejected;
-      return {SubmitCode::queue_full, nullptr};
+      return {SubmitCode::kQueueFull, nullptr};
     default:
-      return {SubmitCode::too_long, nullptr};
+      return {SubmitCode::kTooLong, nullptr};
   }
   Active a;
   a.stream = std::make_shared<GenStream>(id);
@@ -74,7 +74,7 @@ SubmitOutcome EngineLoop::submit(GenParams params) {
   active_.emplace(id, std::move(a));
   ++totals_.requests_total;
   cv_.notify_one();
-  return {SubmitCode::ok, stream};
+  return {SubmitCode::kOk, stream};
 }
 
 void EngineLoop::end(int64_t id, StopReason why, std::string error) {
@@ -92,9 +92,9 @@ void EngineLoop::end(int64_t id, StopReason why, std::string error) {
 
 void EngineLoop::end_cancelled(int64_t id, bool by_shutdown) {
   if (by_shutdown) {
-    end(id, StopReason::error, "the server is shutting down");
+    end(id, StopReason::kError, "the server is shutting down");
   } else {
-    end(id, StopReason::cancelled);
+    end(id, StopReason::kCancelled);
   }
 }
 
@@ -118,7 +118,7 @@ void EngineLoop::run() {
     StepPlan plan = sched_->schedule();
     totals_.preemptions += static_cast<int64_t>(plan.preempted.size());
     for (int64_t id : plan.out_of_memory) {
-      end(id, StopReason::error, "the KV cache is full: the request cannot grow further");
+      end(id, StopReason::kError, "the KV cache is full: the request cannot grow further");
     }
     if (plan.grants.empty()) {
       cv_.wait_for(lk, std::chrono::milliseconds(5));
@@ -139,7 +139,7 @@ void EngineLoop::run() {
     lk.lock();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!st.is_ok()) {
-      for (const Grant& g : plan.grants) end(g.req_id, StopReason::error, st.message());
+      for (const Grant& g : plan.grants) end(g.req_id, StopReason::kError, st.message());
       continue;
     }
     sched_->commit(plan);
@@ -171,7 +171,7 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
     }
     const int n_predict = a.params.n_predict;
     if (n_predict >= 0 && a.stats.n_generated >= n_predict) {
-      end(g.req_id, StopReason::limit);
+      end(g.req_id, StopReason::kLimit);
       continue;
     }
     GenEvent ev;
@@ -181,11 +181,11 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
       ev.top_logprobs = a.sampler->last_top_logprobs();
     }
     if (ev.token < 0) {  // an output constraint that no token of the vocabulary continues
-      end(g.req_id, StopReason::error, "the output grammar allows no token of the vocabulary here");
+      end(g.req_id, StopReason::kError, "the output grammar allows no token of the vocabulary here");
       continue;
     }
     if (!a.params.ignore_eos && opts_.is_eog && opts_.is_eog(ev.token)) {
-      end(g.req_id, StopReason::eos);
+      end(g.req_id, StopReason::kEos);
       continue;
     }
     ++a.stats.n_generated;
@@ -198,7 +198,7 @@ void EngineLoop::sample_and_update(const StepPlan& plan) {
     const size_t n_tokens = sched_->view(g.req_id).tokens.size();
     if ((n_predict >= 0 && a.stats.n_generated >= n_predict) ||
         n_tokens + 1 >= static_cast<size_t>(opts_.sched.n_ctx)) {  // prompt + output <= n_ctx
-      end(g.req_id, StopReason::limit);
+      end(g.req_id, StopReason::kLimit);
       continue;
     }
     sched_->append_token(g.req_id, token);

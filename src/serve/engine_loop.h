@@ -36,7 +36,7 @@ struct GenParams {
   bool cache_prompt = true;
 };
 
-enum class StopReason { none, eos, limit, cancelled, error };
+enum class StopReason { kNone, kEos, kLimit, kCancelled, kError };
 
 // Counters of one request, copied into every event.
 struct GenStats {
@@ -55,7 +55,7 @@ struct GenEvent {
   std::vector<TokenProb> probs;
   float logprob = 0;                     // with sampling.logprobs
   std::vector<TokenProb> top_logprobs;    // prob holds a log-probability
-  StopReason reason = StopReason::none;  // when done
+  StopReason reason = StopReason::kNone;  // when done
   std::string error;                     // when reason == error
   GenStats stats;
 };
@@ -85,10 +85,10 @@ struct LoopOptions {
   std::function<bool(int32_t)> is_eog;  // tokens that end generation (EOS, EOT, ...)
 };
 
-enum class SubmitCode { ok, queue_full, too_long, invalid_token, stopping };
+enum class SubmitCode { kOk, kQueueFull, kTooLong, kInvalidToken, kStopping };
 
 struct SubmitOutcome {
-  SubmitCode code = SubmitCode::ok;
+  SubmitCode code = SubmitCode::kOk;
   std::shared_ptr<GenStream> stream;  // when ok
 };
 

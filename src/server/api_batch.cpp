@@ -196,9 +196,10 @@ HttpResponse merge_streams(std::vector<HttpResponse> parts, std::vector<int64_t>
   return resp;
 }
 
-std::optional<ApiError> check_streamed_batch(const json& body, bool stream) {
-  if (!stream || body["prompt"].size() <= kMaxParallelParts) return std::nullopt;
-  return err(400, "\"prompt\": a streamed request takes at most " + std::to_string(kMaxParallelParts) + " prompts");
+Status check_streamed_batch(const json& body, bool stream) {
+  if (!stream || body["prompt"].size() <= kMaxParallelParts) return Status::ok();
+  return Status::invalid_argument("\"prompt\": a streamed request takes at most " + std::to_string(kMaxParallelParts) +
+                                  " prompts");
 }
 
 std::vector<json> prompt_bodies(const json& body) {
@@ -215,8 +216,8 @@ std::vector<json> prompt_bodies(const json& body) {
 
 HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, const json& body) {
   bool stream = false;
-  if (auto e = get_bool(body, "stream", &stream)) return make_error(*e, 1);
-  if (auto e = check_streamed_batch(body, stream)) return make_error(*e, 1);
+  if (Status st = get_bool(body, "stream", &stream); !st) return make_error(st, 1);
+  if (Status st = check_streamed_batch(body, stream); !st) return make_error(st, 1);
   std::vector<HttpResponse> parts = run_parts(ctx, req, prompt_bodies(body), route_completion, stream);
   if (auto e = first_error(parts)) return *e;
   if (stream) {
@@ -235,10 +236,10 @@ HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, 
 
 HttpResponse route_oai_completions_batch(ServerContext& ctx, const HttpRequest& req, const json& body) {
   bool stream = false;
-  if (auto e = get_bool(body, "stream", &stream)) return make_error(*e, 1);
+  if (Status st = get_bool(body, "stream", &stream); !st) return make_error(st, 1);
   int64_t n = 1;  // choices per prompt (route_oai_n checks the range)
   if (body.contains("n") && body["n"].is_number_integer()) n = std::max<int64_t>(1, body["n"].get<int64_t>());
-  if (auto e = check_streamed_batch(body, stream)) return make_error(*e, 1);
+  if (Status st = check_streamed_batch(body, stream); !st) return make_error(st, 1);
   std::vector<HttpResponse> parts = run_parts(ctx, req, prompt_bodies(body), route_oai_completions, stream);
   if (auto e = first_error(parts)) return *e;
   if (stream) {
@@ -269,14 +270,14 @@ HttpResponse route_oai_completions_batch(ServerContext& ctx, const HttpRequest& 
 HttpResponse route_oai_n(ServerContext& ctx, const HttpRequest& req, const json& body, Route route) {
   const json& nj = body["n"];
   if (!nj.is_number_integer() || nj.get<int64_t>() < 1 || nj.get<int64_t>() > kMaxChoices) {
-    return make_error(err(400, "\"n\" must be an integer from 1 to " + std::to_string(kMaxChoices)), 1);
+    return make_error(Status::invalid_argument("\"n\" must be an integer from 1 to " + std::to_string(kMaxChoices)), 1);
   }
   const int n = nj.get<int>();
   bool stream = false, cache_prompt = true;
-  if (auto e = get_bool(body, "stream", &stream)) return make_error(*e, 1);
-  if (auto e = get_bool(body, "cache_prompt", &cache_prompt)) return make_error(*e, 1);
+  if (Status st = get_bool(body, "stream", &stream); !st) return make_error(st, 1);
+  if (Status st = get_bool(body, "cache_prompt", &cache_prompt); !st) return make_error(st, 1);
   int64_t seed = -1;
-  if (auto e = get_int(body, "seed", -1, std::numeric_limits<int64_t>::max(), &seed)) return make_error(*e, 1);
+  if (Status st = get_int(body, "seed", -1, std::numeric_limits<int64_t>::max(), &seed); !st) return make_error(st, 1);
   json one = body;
   one["n"] = 1;
   if (n > 1 && cache_prompt) {

@@ -30,8 +30,53 @@ std::string_view error_type_for(int status) {
   }
 }
 
+namespace {
+
+// The HTTP status and error type of a failed Status ("" type: error_type_for the status).
+struct HttpError {
+  int status;
+  const char* type;
+};
+HttpError http_error_of(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument:
+      return {400, ""};
+    case StatusCode::kOutOfRange:
+      return {400, "exceed_context_size_error"};
+    case StatusCode::kUnauthorized:
+      return {401, ""};
+    case StatusCode::kNotFound:
+      return {404, ""};
+    case StatusCode::kTooLarge:
+      return {413, ""};
+    case StatusCode::kUnimplemented:
+      return {501, ""};
+    case StatusCode::kUnavailable:
+      return {503, ""};
+    case StatusCode::kOk:
+    case StatusCode::kError:
+    case StatusCode::kInternal:
+      break;
+  }
+  return {500, ""};
+}
+
+api::json error_object(int status, std::string_view message, std::string_view type) {
+  return {{"code", status},
+          {"message", std::string(message)},
+          {"type", std::string(type.empty() ? error_type_for(status) : type)}};
+}
+
+HttpResponse error_reply(api::json error, int status, int retry_after_s) {
+  HttpResponse r = api::json_response({{"error", std::move(error)}}, status);
+  if (status == 503) r.headers.push_back({"Retry-After", std::to_string(retry_after_s)});
+  return r;
+}
+
+}  // namespace
+
 HttpResponse error_response(int status, std::string_view message, std::string_view type) {
-  return api::make_error(api::err(status, std::string(message), std::string(type)), 1);
+  return error_reply(error_object(status, message, type), status, 1);
 }
 
 namespace api {
@@ -47,33 +92,36 @@ HttpResponse json_response(const json& body, int status) {
   return r;
 }
 
-HttpResponse make_error(const ApiError& e, int retry_after_s) {
-  json body = {{"code", e.status},
-               {"message", e.message},
-               {"type", e.type.empty() ? std::string(error_type_for(e.status)) : e.type}};
-  for (auto& [k, v] : e.extra.items()) body[k] = v;
-  HttpResponse r = json_response({{"error", std::move(body)}}, e.status);
-  if (e.status == 503) r.headers.push_back({"Retry-After", std::to_string(retry_after_s)});
-  return r;
+json error_json(const Status& st) {
+  const HttpError h = http_error_of(st.code());
+  json body = error_object(h.status, st.message(), h.type);
+  for (const auto& [key, value] : st.details()) body[key] = value;
+  return {{"error", std::move(body)}};
 }
 
-std::optional<ApiError> parse_body(const std::string& body, json* out) {
+HttpResponse make_error(const Status& st, int retry_after_s) {
+  json body = error_json(st);
+  return error_reply(std::move(body["error"]), http_error_of(st.code()).status, retry_after_s);
+}
+
+Status parse_body(const std::string& body, json* out) {
   if (Status st = parse_json_bounded(body, out); !st) {
-    return err(400, "the request body is not accepted: " + st.message());
+    return Status::invalid_argument("the request body is not accepted: " + st.message());
   }
   if (!out->is_object()) {
-    return err(400, "the request body must be a JSON object");
+    return Status::invalid_argument("the request body must be a JSON object");
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-static ApiError field_error(const char* key, const std::string& expected, const json& got) {
-  return err(400, "\"" + std::string(key) + "\" must be " + expected + " (got " + json_preview(got) + ")");
+static Status field_error(const char* key, const std::string& expected, const json& got) {
+  return Status::invalid_argument("\"" + std::string(key) + "\" must be " + expected + " (got " + json_preview(got) +
+                                  ")");
 }
 
-std::optional<ApiError> get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+Status get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return Status::ok();
   const std::string expected = "an integer between " + std::to_string(lo) + " and " + std::to_string(hi);
   int64_t v;
   if (it->is_number_integer() && !(it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX))) {
@@ -86,58 +134,58 @@ std::optional<ApiError> get_int(const json& j, const char* key, int64_t lo, int6
   }
   if (v < lo || v > hi) return field_error(key, expected, *it);
   *out = v;
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> get_float(const json& j, const char* key, double lo, double hi, float* out) {
+Status get_float(const json& j, const char* key, double lo, double hi, float* out) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return Status::ok();
   char buf[96];
   std::snprintf(buf, sizeof(buf), "a number between %g and %g", lo, hi);
   if (!it->is_number()) return field_error(key, buf, *it);
   const double v = it->get<double>();
   if (!(v >= lo && v <= hi)) return field_error(key, buf, *it);
   *out = static_cast<float>(v);
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> get_bool(const json& j, const char* key, bool* out) {
+Status get_bool(const json& j, const char* key, bool* out) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return Status::ok();
   if (!it->is_boolean()) return field_error(key, "true or false", *it);
   *out = it->get<bool>();
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> get_string(const json& j, const char* key, std::string* out) {
+Status get_string(const json& j, const char* key, std::string* out) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return Status::ok();
   if (!it->is_string()) return field_error(key, "a string", *it);
   *out = it->get<std::string>();
-  return std::nullopt;
+  return Status::ok();
 }
 
-static std::optional<ApiError> parse_stop(const json& j, std::vector<std::string>* out) {
+static Status parse_stop(const json& j, std::vector<std::string>* out) {
   auto it = j.find("stop");
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return Status::ok();
   if (it->is_string()) {
     out->push_back(it->get<std::string>());
-    return std::nullopt;
+    return Status::ok();
   }
   if (!it->is_array() || it->size() > 16) return field_error("stop", "a string or an array of at most 16 strings", *it);
   for (const auto& s : *it) {
     if (!s.is_string()) return field_error("stop", "a string or an array of strings", *it);
     out->push_back(s.get<std::string>());
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 // logit_bias: llama.cpp's [[id|"text", bias|false], ...] or OpenAI's {"id": bias}. Text (a
 // string in the array form, a key that is not a number in the object form) is tokenized and
 // the bias applies to each of its tokens.
-static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& codec, SamplingParams* sp) {
+static Status parse_logit_bias(const json& j, const TextCodec& codec, SamplingParams* sp) {
   auto it = j.find("logit_bias");
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return Status::ok();
   const int32_t n_vocab = codec.n_vocab();
   const std::string expected =
       "[[token_id or \"text\", bias|false], ...] or {\"token_id or text\": bias} with ids below " +
@@ -189,41 +237,40 @@ static std::optional<ApiError> parse_logit_bias(const json& j, const TextCodec& 
   } else {
     return field_error("logit_bias", expected, *it);
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r) {
+Status parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r) {
   SamplingParams& sp = r->gen.sampling;
   sp = ctx.opts.sampling;  // server-wide defaults (--temp, --top-k, ...)
   int64_t n_predict = ctx.opts.n_predict, top_k = sp.top_k, repeat_last_n = sp.repeat_last_n, n_probs = 0;
   int64_t seed = -1;
-  std::optional<ApiError> e;
   const int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  if ((e = get_int(j, "max_tokens", -1, kMaxInt, &n_predict))) return e;
-  if ((e = get_int(j, "n_predict", -1, kMaxInt, &n_predict))) return e;
-  if ((e = get_float(j, "temperature", -1e9, 1e9, &sp.temperature))) return e;
-  if ((e = get_int(j, "top_k", -1, kMaxInt, &top_k))) return e;
-  if ((e = get_float(j, "top_p", 0, 1, &sp.top_p))) return e;
-  if ((e = get_float(j, "min_p", 0, 1, &sp.min_p))) return e;
-  if ((e = get_float(j, "typical_p", 0, 1, &sp.typical_p))) return e;
-  if ((e = get_float(j, "repeat_penalty", 0, 1e9, &sp.repeat_penalty))) return e;
-  if ((e = get_int(j, "repeat_last_n", -1, kMaxInt, &repeat_last_n))) return e;
-  if ((e = get_float(j, "presence_penalty", -2e3, 2e3, &sp.presence_penalty))) return e;
-  if ((e = get_float(j, "frequency_penalty", -2e3, 2e3, &sp.frequency_penalty))) return e;
-  if ((e = get_int(j, "seed", -1, std::numeric_limits<int64_t>::max(), &seed))) return e;
-  if ((e = get_int(j, "n_probs", 0, 100, &n_probs))) return e;
-  if ((e = get_bool(j, "ignore_eos", &r->gen.ignore_eos))) return e;
-  if ((e = get_bool(j, "cache_prompt", &r->gen.cache_prompt))) return e;
-  if ((e = get_bool(j, "stream", &r->stream))) return e;
-  if ((e = get_bool(j, "return_tokens", &r->return_tokens))) return e;
-  if ((e = get_bool(j, "timings_per_token", &r->timings_per_token))) return e;
-  if ((e = parse_stop(j, &r->stop))) return e;
-  if ((e = parse_logit_bias(j, *ctx.codec, &sp))) return e;
-  if ((e = parse_constraint(j, *ctx.codec, &sp))) return e;
+  DS_RETURN_IF_ERROR(get_int(j, "max_tokens", -1, kMaxInt, &n_predict));
+  DS_RETURN_IF_ERROR(get_int(j, "n_predict", -1, kMaxInt, &n_predict));
+  DS_RETURN_IF_ERROR(get_float(j, "temperature", -1e9, 1e9, &sp.temperature));
+  DS_RETURN_IF_ERROR(get_int(j, "top_k", -1, kMaxInt, &top_k));
+  DS_RETURN_IF_ERROR(get_float(j, "top_p", 0, 1, &sp.top_p));
+  DS_RETURN_IF_ERROR(get_float(j, "min_p", 0, 1, &sp.min_p));
+  DS_RETURN_IF_ERROR(get_float(j, "typical_p", 0, 1, &sp.typical_p));
+  DS_RETURN_IF_ERROR(get_float(j, "repeat_penalty", 0, 1e9, &sp.repeat_penalty));
+  DS_RETURN_IF_ERROR(get_int(j, "repeat_last_n", -1, kMaxInt, &repeat_last_n));
+  DS_RETURN_IF_ERROR(get_float(j, "presence_penalty", -2e3, 2e3, &sp.presence_penalty));
+  DS_RETURN_IF_ERROR(get_float(j, "frequency_penalty", -2e3, 2e3, &sp.frequency_penalty));
+  DS_RETURN_IF_ERROR(get_int(j, "seed", -1, std::numeric_limits<int64_t>::max(), &seed));
+  DS_RETURN_IF_ERROR(get_int(j, "n_probs", 0, 100, &n_probs));
+  DS_RETURN_IF_ERROR(get_bool(j, "ignore_eos", &r->gen.ignore_eos));
+  DS_RETURN_IF_ERROR(get_bool(j, "cache_prompt", &r->gen.cache_prompt));
+  DS_RETURN_IF_ERROR(get_bool(j, "stream", &r->stream));
+  DS_RETURN_IF_ERROR(get_bool(j, "return_tokens", &r->return_tokens));
+  DS_RETURN_IF_ERROR(get_bool(j, "timings_per_token", &r->timings_per_token));
+  DS_RETURN_IF_ERROR(parse_stop(j, &r->stop));
+  DS_RETURN_IF_ERROR(parse_logit_bias(j, *ctx.codec, &sp));
+  DS_RETURN_IF_ERROR(parse_constraint(j, *ctx.codec, &sp));
   int64_t mirostat = 0;
-  if ((e = get_int(j, "mirostat", 0, 2, &mirostat))) return e;
+  DS_RETURN_IF_ERROR(get_int(j, "mirostat", 0, 2, &mirostat));
   if (mirostat != 0) {
-    return err(400, "\"mirostat\" sampling is not supported (use 0)");
+    return Status::invalid_argument("\"mirostat\" sampling is not supported (use 0)");
   }
   r->gen.n_predict = static_cast<int>(n_predict);
   sp.top_k = static_cast<int>(top_k);
@@ -237,7 +284,7 @@ std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, 
     sp.seed = static_cast<uint64_t>(seed);
   else if (ctx.opts.random_seed)
     sp.seed = std::random_device{}();
-  return std::nullopt;
+  return Status::ok();
 }
 
 static int context_tokens(const ServerContext& ctx) {
@@ -249,46 +296,47 @@ size_t max_prompt_bytes(const ServerContext& ctx) {
   return per_token == 0 ? 0 : static_cast<size_t>(context_tokens(ctx)) * per_token - 1;
 }
 
-std::optional<ApiError> check_prompt_bytes(const ServerContext& ctx, const char* field, size_t n_bytes,
-                                           size_t n_tokens) {
+Status check_prompt_bytes(const ServerContext& ctx, const char* field, size_t n_bytes, size_t n_tokens) {
   const size_t per_token = ctx.codec->max_bytes_per_token();
   const auto n_ctx = static_cast<size_t>(context_tokens(ctx));
-  if (per_token == 0 || n_tokens + n_bytes / per_token < n_ctx) return std::nullopt;
-  return err(400,
-             "the request exceeds the available context size: \"" + std::string(field) + "\" has " +
-                 std::to_string(n_bytes) + " bytes of text, which is at least " +
-                 std::to_string(n_tokens + n_bytes / per_token) + " tokens (a token stands for at most " +
-                 std::to_string(per_token) + " bytes); the context holds " + std::to_string(n_ctx) +
-                 " (try a shorter prompt)",
-             "exceed_context_size_error", {{"n_prompt_bytes", n_bytes}, {"n_ctx", n_ctx}});
+  if (per_token == 0 || n_tokens + n_bytes / per_token < n_ctx) return Status::ok();
+  return Status::error(StatusCode::kOutOfRange,
+                       "the request exceeds the available context size: \"" + std::string(field) + "\" has " +
+                           std::to_string(n_bytes) + " bytes of text, which is at least " +
+                           std::to_string(n_tokens + n_bytes / per_token) + " tokens (a token stands for at most " +
+                           std::to_string(per_token) + " bytes); the context holds " + std::to_string(n_ctx) +
+                           " (try a shorter prompt)")
+      .with_detail("n_prompt_bytes", static_cast<int64_t>(n_bytes))
+      .with_detail("n_ctx", static_cast<int64_t>(n_ctx));
 }
 
-std::optional<ApiError> parse_prompt(const json& p, const ServerContext& ctx, std::vector<int32_t>* out) {
+Status parse_prompt(const json& p, const ServerContext& ctx, std::vector<int32_t>* out) {
   const std::string expected = "a string, an array of token ids, or an array mixing strings and ids";
   const TextCodec& codec = *ctx.codec;
-  auto add_text = [&](const std::string& s, bool first) -> std::optional<ApiError> {
-    if (auto e = check_prompt_bytes(ctx, "prompt", s.size(), out->size())) return e;
+  auto add_text = [&](const std::string& s, bool first) -> Status {
+    DS_RETURN_IF_ERROR(check_prompt_bytes(ctx, "prompt", s.size(), out->size()));
     auto ids = codec.encode(s, first, true);
-    if (!ids.is_ok()) return err(400, "\"prompt\": " + ids.message());
+    if (!ids.is_ok()) return Status::invalid_argument("\"prompt\": " + ids.message());
     out->insert(out->end(), ids->begin(), ids->end());
-    return std::nullopt;
+    return Status::ok();
   };
   if (p.is_string()) {
-    if (auto e = add_text(p.get_ref<const std::string&>(), true)) return e;
+    DS_RETURN_IF_ERROR(add_text(p.get_ref<const std::string&>(), true));
   } else if (p.is_array()) {
     for (size_t i = 0; i < p.size(); ++i) {
       const json& x = p[i];
       if (x.is_string()) {
-        if (auto e = add_text(x.get_ref<const std::string&>(), i == 0)) return e;
+        DS_RETURN_IF_ERROR(add_text(x.get_ref<const std::string&>(), i == 0));
       } else if (x.is_number_integer()) {
         const int64_t id = x.get<int64_t>();
         if (id < 0 || id >= codec.n_vocab()) {
-          return err(400, "\"prompt\": token id " + std::to_string(id) + " at index " + std::to_string(i) +
-                              " is outside the vocabulary [0, " + std::to_string(codec.n_vocab()) + ")");
+          return Status::invalid_argument("\"prompt\": token id " + std::to_string(id) + " at index " +
+                                          std::to_string(i) + " is outside the vocabulary [0, " +
+                                          std::to_string(codec.n_vocab()) + ")");
         }
         out->push_back(static_cast<int32_t>(id));
       } else if (x.is_array()) {
-        return err(400, "\"prompt\": several prompts in one request are not supported");
+        return Status::invalid_argument("\"prompt\": several prompts in one request are not supported");
       } else {
         return field_error("prompt", expected, p);
       }
@@ -296,41 +344,42 @@ std::optional<ApiError> parse_prompt(const json& p, const ServerContext& ctx, st
   } else {
     return field_error("prompt", expected, p);
   }
-  if (out->empty()) return err(400, "\"prompt\" is empty");
-  return std::nullopt;
+  if (out->empty()) return Status::invalid_argument("\"prompt\" is empty");
+  return Status::ok();
 }
 
-std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt) {
+Status check_context(const ServerContext& ctx, size_t n_prompt) {
   const int n_ctx = context_tokens(ctx);
-  if (n_prompt < static_cast<size_t>(n_ctx)) return std::nullopt;
-  return err(400,
-             "the request exceeds the available context size: the prompt has " + std::to_string(n_prompt) +
-                 " tokens, the context holds " + std::to_string(n_ctx) + " (try a shorter prompt)",
-             "exceed_context_size_error", {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}});
+  if (n_prompt < static_cast<size_t>(n_ctx)) return Status::ok();
+  return Status::error(StatusCode::kOutOfRange, "the request exceeds the available context size: the prompt has " +
+                                                    std::to_string(n_prompt) + " tokens, the context holds " +
+                                                    std::to_string(n_ctx) + " (try a shorter prompt)")
+      .with_detail("n_prompt_tokens", static_cast<int64_t>(n_prompt))
+      .with_detail("n_ctx", n_ctx);
 }
 
-std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out) {
+Status submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out) {
   const size_t n_prompt = gen.prompt.size();
-  if (auto e = check_context(ctx, n_prompt)) return e;
+  DS_RETURN_IF_ERROR(check_context(ctx, n_prompt));
   SubmitOutcome o = ctx.loop->submit(std::move(gen));
   switch (o.code) {
-    case SubmitCode::ok:
+    case SubmitCode::kOk:
       *out = o.stream;
-      return std::nullopt;
-    case SubmitCode::queue_full:
+      return Status::ok();
+    case SubmitCode::kQueueFull:
       ctx.counters.rejected_busy++;
-      return err(503, "the server is busy: the request queue is full, retry later");
-    case SubmitCode::stopping:
-      return err(503, "the server is shutting down");
-    case SubmitCode::invalid_token:
-      return err(400, "\"prompt\" holds a token id outside the vocabulary");
-    case SubmitCode::too_long:
+      return Status::error(StatusCode::kUnavailable, "the server is busy: the request queue is full, retry later");
+    case SubmitCode::kStopping:
+      return Status::error(StatusCode::kUnavailable, "the server is shutting down");
+    case SubmitCode::kInvalidToken:
+      return Status::invalid_argument("\"prompt\" holds a token id outside the vocabulary");
+    case SubmitCode::kTooLong:
       break;
   }
-  ApiError e = *check_context(ctx, std::numeric_limits<int32_t>::max());
-  e.message = "the request exceeds the available context size: the prompt of " + std::to_string(n_prompt) +
-              " tokens does not fit the KV cache";
-  return e;
+  return Status::error(StatusCode::kOutOfRange, "the request exceeds the available context size: the prompt of " +
+                                                    std::to_string(n_prompt) + " tokens does not fit the KV cache")
+      .with_detail("n_prompt_tokens", static_cast<int64_t>(n_prompt))
+      .with_detail("n_ctx", context_tokens(ctx));
 }
 
 json timings_json(const GenStats& s) {
@@ -426,12 +475,12 @@ class GenerationReader {
 
  private:
   void on_done(const GenEvent& ev) {
-    if (ev.reason == StopReason::error) {
-      r_.error = err(500, "generation failed: " + ev.error, "server_error");
+    if (ev.reason == StopReason::kError) {
+      r_.error = Status::error(StatusCode::kInternal, "generation failed: " + ev.error);
       return;
     }
-    if (ev.reason == StopReason::cancelled) r_.client_gone = true;
-    r_.stop_type = ev.reason == StopReason::eos ? "eos" : ev.reason == StopReason::limit ? "limit" : "none";
+    if (ev.reason == StopReason::kCancelled) r_.client_gone = true;
+    r_.stop_type = ev.reason == StopReason::kEos ? "eos" : ev.reason == StopReason::kLimit ? "limit" : "none";
     std::string rest = text_.flush();
     r_.content += rest;
     emit(std::move(rest));
@@ -476,7 +525,7 @@ GenResult run_generation(ServerContext& ctx, GenStream& stream, const Completion
 void log_request(const ServerContext& ctx, std::string_view route, int64_t id, const GenResult& r) {
   const GenStats& s = r.stats;
   const double tps = s.predicted_ms > 0 ? 1000.0 * std::max(0, s.n_generated - 1) / s.predicted_ms : 0.0;
-  const std::string outcome = r.error ? "error" : r.client_gone ? "disconnected" : r.stop_type;
+  const std::string outcome = !r.error.is_ok() ? "error" : r.client_gone ? "disconnected" : r.stop_type;
   spdlog::info(
       "request id={} route={} prompt_tokens={} cached_tokens={} generated_tokens={} "
       "ttft_ms={:.1f} prompt_ms={:.1f} decode_tok_per_s={:.2f} stop={}",

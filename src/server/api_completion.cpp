@@ -89,21 +89,21 @@ static json partial_object(const CompletionRequest& r, const Piece& p, int64_t i
 
 HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
   json body;
-  if (auto e = parse_body(req.body, &body)) return make_error(*e, ctx.opts.retry_after_s);
+  if (Status st = parse_body(req.body, &body); !st) return make_error(st, ctx.opts.retry_after_s);
   auto r = std::make_shared<CompletionRequest>();
   if (!body.contains("prompt")) {
-    return make_error(err(400, "\"prompt\" is required"), ctx.opts.retry_after_s);
+    return make_error(Status::invalid_argument("\"prompt\" is required"), ctx.opts.retry_after_s);
   }
   if (is_prompt_batch(body["prompt"])) return route_completion_batch(ctx, req, body);
-  if (auto e = parse_prompt(body["prompt"], ctx, &r->gen.prompt)) return make_error(*e, 1);
-  if (auto e = parse_sampling(body, ctx, r.get())) return make_error(*e, 1);
+  if (Status st = parse_prompt(body["prompt"], ctx, &r->gen.prompt); !st) return make_error(st, 1);
+  if (Status st = parse_sampling(body, ctx, r.get()); !st) return make_error(st, 1);
   std::shared_ptr<GenStream> stream;
-  if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
+  if (Status st = submit(ctx, r->gen, &stream); !st) return make_error(st, ctx.opts.retry_after_s);
   const int64_t id = stream->id();
   if (!r->stream) {
     GenResult g = run_generation(ctx, *stream, *r, req.alive, {});
     log_request(ctx, req.path, id, g);
-    if (g.error) return make_error(*g.error, 1);
+    if (!g.error.is_ok()) return make_error(g.error, 1);
     ctx.counters.completions_ok++;
     return json_response(final_object(ctx, *r, g, id, false));
   }
@@ -114,8 +114,8 @@ HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
                                  [&](const Piece& p) { return sink.write(sse_data(partial_object(*r, p, id))); });
     log_request(ctx, route, id, g);
     if (g.client_gone) return;
-    if (g.error) {
-      sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
+    if (!g.error.is_ok()) {
+      sink.write(sse_data(error_json(g.error)));
       return;
     }
     ctx.counters.completions_ok++;
@@ -126,18 +126,16 @@ HttpResponse route_completion(ServerContext& ctx, const HttpRequest& req) {
 
 HttpResponse route_tokenize(ServerContext& ctx, const HttpRequest& req) {
   json body;
-  if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  if (Status st = parse_body(req.body, &body); !st) return make_error(st, 1);
   std::string content;
   bool add_special = false, with_pieces = false;
-  std::optional<ApiError> e;
-  if (!body.contains("content")) return make_error(err(400, "\"content\" is required"), 1);
-  if ((e = get_string(body, "content", &content)) || (e = get_bool(body, "add_special", &add_special)) ||
-      (e = get_bool(body, "with_pieces", &with_pieces))) {
-    return make_error(*e, 1);
-  }
-  if (auto e = check_prompt_bytes(ctx, "content", content.size())) return make_error(*e, 1);
+  if (!body.contains("content")) return make_error(Status::invalid_argument("\"content\" is required"), 1);
+  if (Status st = get_string(body, "content", &content); !st) return make_error(st, 1);
+  if (Status st = get_bool(body, "add_special", &add_special); !st) return make_error(st, 1);
+  if (Status st = get_bool(body, "with_pieces", &with_pieces); !st) return make_error(st, 1);
+  if (Status st = check_prompt_bytes(ctx, "content", content.size()); !st) return make_error(st, 1);
   auto ids = ctx.codec->encode(content, add_special, true);
-  if (!ids.is_ok()) return make_error(err(400, "\"content\": " + ids.message()), 1);
+  if (!ids.is_ok()) return make_error(Status::invalid_argument("\"content\": " + ids.message()), 1);
   json tokens = json::array();
   for (int32_t id : *ids) {
     if (!with_pieces) {
@@ -153,17 +151,18 @@ HttpResponse route_tokenize(ServerContext& ctx, const HttpRequest& req) {
 
 HttpResponse route_detokenize(ServerContext& ctx, const HttpRequest& req) {
   json body;
-  if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  if (Status st = parse_body(req.body, &body); !st) return make_error(st, 1);
   auto it = body.find("tokens");
   if (it == body.end() || !it->is_array()) {
-    return make_error(err(400, "\"tokens\" must be an array of token ids"), 1);
+    return make_error(Status::invalid_argument("\"tokens\" must be an array of token ids"), 1);
   }
   std::string text;
   for (const auto& t : *it) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.codec->n_vocab()) {
-      return make_error(err(400, "\"tokens\" must hold ids in [0, " + std::to_string(ctx.codec->n_vocab()) + ") (got " +
-                                     json_preview(t) + ")"),
-                        1);
+      return make_error(
+          Status::invalid_argument("\"tokens\" must hold ids in [0, " + std::to_string(ctx.codec->n_vocab()) +
+                                   ") (got " + json_preview(t) + ")"),
+          1);
     }
     text += ctx.codec->token_bytes(static_cast<int32_t>(t.get<int64_t>()));
   }

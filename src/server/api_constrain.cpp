@@ -37,18 +37,18 @@ struct Compiled {
 std::mutex g_mu;
 std::list<Compiled> g_compiled;  // most recently used first
 
-std::optional<ApiError> from_schema(const json& schema, const TextCodec& codec, const std::string& field,
-                                    SamplingParams* sp) {
-  if (!schema.is_object() && !schema.is_boolean()) return err(400, "\"" + field + "\" must be a JSON Schema object");
+Status from_schema(const json& schema, const TextCodec& codec, const std::string& field, SamplingParams* sp) {
+  if (!schema.is_object() && !schema.is_boolean())
+    return Status::invalid_argument("\"" + field + "\" must be a JSON Schema object");
   auto gbnf = constrain::json_schema_to_gbnf(schema);
-  if (!gbnf) return err(400, "\"" + field + "\": " + gbnf.message());
+  if (!gbnf) return Status::invalid_argument("\"" + field + "\": " + gbnf.message());
   return compile_constraint(gbnf.value(), codec, field, sp);
 }
 
 }  // namespace
 
-std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
-                                           SamplingParams* sp, std::string_view trigger) {
+Status compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field, SamplingParams* sp,
+                          std::string_view trigger) {
   auto vocab = codec.constraint_vocab();
   const std::string key = std::string(trigger) + '\0' + gbnf;
   {
@@ -57,12 +57,12 @@ std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCo
       if (it->vocab == vocab.get() && it->key == key) {
         sp->constraint = it->constraint;
         g_compiled.splice(g_compiled.begin(), g_compiled, it);
-        return std::nullopt;
+        return Status::ok();
       }
     }
   }
   auto g = constrain::parse_gbnf(gbnf);
-  if (!g) return err(400, "\"" + field + "\": " + g.message());
+  if (!g) return Status::invalid_argument("\"" + field + "\": " + g.message());
   constrain::Grammar grammar = std::move(g).value();
   if (!trigger.empty()) grammar = constrain::auto_call_grammar(std::move(grammar), trigger);
   auto c = std::make_shared<const constrain::Constraint>(std::move(grammar), vocab);
@@ -70,43 +70,46 @@ std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCo
   std::lock_guard lk(g_mu);
   g_compiled.push_front({key, vocab.get(), c});
   if (g_compiled.size() > kMaxCompiled) g_compiled.pop_back();
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp) {
+Status parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp) {
   const bool has_grammar = j.contains("grammar") && !j["grammar"].is_null();
   const bool has_schema = j.contains("json_schema") && !j["json_schema"].is_null();
   const bool has_format = j.contains("response_format") && !j["response_format"].is_null();
   if (has_grammar + has_schema + has_format > 1) {
-    return err(400, "use only one of \"grammar\", \"json_schema\" and \"response_format\"");
+    return Status::invalid_argument("use only one of \"grammar\", \"json_schema\" and \"response_format\"");
   }
   if (has_grammar) {
-    if (!j["grammar"].is_string()) return err(400, "\"grammar\" must be a string (GBNF)");
-    if (j["grammar"].get_ref<const std::string&>().empty()) return std::nullopt;
+    if (!j["grammar"].is_string()) return Status::invalid_argument("\"grammar\" must be a string (GBNF)");
+    if (j["grammar"].get_ref<const std::string&>().empty()) return Status::ok();
     return compile_constraint(j["grammar"].get<std::string>(), codec, "grammar", sp);
   }
   if (has_schema) return from_schema(j["json_schema"], codec, "json_schema", sp);
-  if (!has_format) return std::nullopt;
+  if (!has_format) return Status::ok();
   const json& f = j["response_format"];
   if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
-    return err(400, "\"response_format\" must be an object with a \"type\" (text, json_object or json_schema)");
+    return Status::invalid_argument(
+        "\"response_format\" must be an object with a \"type\" (text, json_object or json_schema)");
   }
   const std::string type = f["type"];
-  if (type == "text") return std::nullopt;
+  if (type == "text") return Status::ok();
   if (type == "json_object") {
     if (f.contains("schema") && !f["schema"].is_null()) return from_schema(f["schema"], codec, "response_format.schema", sp);
     return compile_constraint(constrain::json_object_gbnf(), codec, "response_format", sp);
   }
   if (type == "json_schema") {
     const json* js = f.contains("json_schema") ? &f["json_schema"] : nullptr;
-    if (!js || !js->is_object()) return err(400, "\"response_format.json_schema\" must be an object with a \"schema\"");
+    if (!js || !js->is_object())
+      return Status::invalid_argument("\"response_format.json_schema\" must be an object with a \"schema\"");
     if (js->contains("strict") && !(*js)["strict"].is_boolean() && !(*js)["strict"].is_null()) {
-      return err(400, "\"response_format.json_schema.strict\" must be a boolean");
+      return Status::invalid_argument("\"response_format.json_schema.strict\" must be a boolean");
     }
-    if (!js->contains("schema")) return err(400, "\"response_format.json_schema.schema\" is required");
+    if (!js->contains("schema")) return Status::invalid_argument("\"response_format.json_schema.schema\" is required");
     return from_schema((*js)["schema"], codec, "response_format.json_schema.schema", sp);
   }
-  return err(400, "\"response_format.type\" must be text, json_object or json_schema, not '" + type + "'");
+  return Status::invalid_argument("\"response_format.type\" must be text, json_object or json_schema, not '" + type +
+                                  "'");
 }
 
 }  // namespace api

@@ -13,34 +13,26 @@ namespace ds::api {
 
 using json = nlohmann::ordered_json;
 
-struct ApiError {
-  int status = 400;
-  std::string message;
-  std::string type;             // "" -> error_type_for(status)
-  json extra = json::object();  // merged into the error object (e.g. n_prompt_tokens)
-};
-
-inline ApiError err(int status, std::string message, std::string type = {}, json extra = json::object()) {
-  ApiError e;
-  e.status = status;
-  e.message = std::move(message);
-  e.type = std::move(type);
-  e.extra = std::move(extra);
-  return e;
-}
-
-HttpResponse make_error(const ApiError& e, int retry_after_s);
+// Every failure of a route is a Status (ds/status.h) with a message that names the field;
+// make_error turns it into the OpenAI-style error reply once, at the response boundary: the
+// StatusCode picks the HTTP status and error type (kInvalidArgument 400, kOutOfRange 400
+// exceed_context_size_error, kUnauthorized 401, kNotFound 404, kTooLarge 413, kUnimplemented
+// 501, kUnavailable 503 with Retry-After, anything else 500), and the Status's details become
+// fields of the error object (n_prompt_tokens, n_ctx).
+HttpResponse make_error(const Status& st, int retry_after_s);
+// The {"error": {...}} object make_error sends, also written into a stream that fails.
+json error_json(const Status& st);
 HttpResponse json_response(const json& body, int status = 200);
 std::string dump(const json& j);  // compact, invalid UTF-8 replaced
 
 // Parses the body as a JSON object.
-std::optional<ApiError> parse_body(const std::string& body, json* out);
+Status parse_body(const std::string& body, json* out);
 
 // Typed, range-checked optional fields: absent or null leaves *out unchanged.
-std::optional<ApiError> get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out);
-std::optional<ApiError> get_float(const json& j, const char* key, double lo, double hi, float* out);
-std::optional<ApiError> get_bool(const json& j, const char* key, bool* out);
-std::optional<ApiError> get_string(const json& j, const char* key, std::string* out);
+Status get_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t* out);
+Status get_float(const json& j, const char* key, double lo, double hi, float* out);
+Status get_bool(const json& j, const char* key, bool* out);
+Status get_string(const json& j, const char* key, std::string* out);
 
 // What /completion and the OpenAI routes parse out of a request body.
 struct CompletionRequest {
@@ -53,15 +45,15 @@ struct CompletionRequest {
 };
 
 // Sampling and limits shared by all generation routes (llama.cpp names, OpenAI aliases).
-std::optional<ApiError> parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
+Status parse_sampling(const json& j, const ServerContext& ctx, CompletionRequest* r);
 // Output constraints: OpenAI `response_format` (json_object, json_schema), llama.cpp
 // `json_schema` and `grammar` -> sp->constraint (api_constrain.cpp).
-std::optional<ApiError> parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp);
+Status parse_constraint(const json& j, const TextCodec& codec, SamplingParams* sp);
 // A compiled constraint for GBNF text (shared with other requests that send the same text).
 // With a trigger, the grammar is free text up to the trigger, then the GBNF's language
 // (constrain::auto_call_grammar: tool_choice auto).
-std::optional<ApiError> compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field,
-                                           SamplingParams* sp, std::string_view trigger = {});
+Status compile_constraint(const std::string& gbnf, const TextCodec& codec, const std::string& field, SamplingParams* sp,
+                          std::string_view trigger = {});
 // An array of prompts (strings or token arrays): one result per prompt (api_batch.cpp).
 bool is_prompt_batch(const json& prompt);
 HttpResponse route_completion_batch(ServerContext& ctx, const HttpRequest& req, const json& body);
@@ -75,17 +67,16 @@ HttpResponse route_oai_n(ServerContext& ctx, const HttpRequest& req, const json&
                          HttpResponse (*route)(ServerContext&, const HttpRequest&));
 // prompt: a string, token ids, or a mixed array of both. Text that must exceed the context is
 // rejected before it is tokenized (check_prompt_bytes).
-std::optional<ApiError> parse_prompt(const json& prompt, const ServerContext& ctx, std::vector<int32_t>* out);
+Status parse_prompt(const json& prompt, const ServerContext& ctx, std::vector<int32_t>* out);
 // [PROMPT_BYTES] 400 exceed_context_size_error when `n_bytes` of text following `n_tokens`
 // tokens must be at least the context's length, whatever the text is.
-std::optional<ApiError> check_prompt_bytes(const ServerContext& ctx, const char* field, size_t n_bytes,
-                                           size_t n_tokens = 0);
+Status check_prompt_bytes(const ServerContext& ctx, const char* field, size_t n_bytes, size_t n_tokens = 0);
 // The largest text check_prompt_bytes lets through (0: no bound), reported by /props.
 size_t max_prompt_bytes(const ServerContext& ctx);
-std::optional<ApiError> check_context(const ServerContext& ctx, size_t n_prompt);
+Status check_context(const ServerContext& ctx, size_t n_prompt);
 
 // Submits to the loop; on failure returns the HTTP error (503 busy, 400 too long, ...).
-std::optional<ApiError> submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out);
+Status submit(ServerContext& ctx, GenParams gen, std::shared_ptr<GenStream>* out);
 
 struct GenResult {
   std::string content;
@@ -94,7 +85,7 @@ struct GenResult {
   std::string stopping_word;
   GenStats stats;
   bool client_gone = false;
-  std::optional<ApiError> error;
+  Status error;                // a generation that failed
   json probs = json::array();  // completion_probabilities when n_probs > 0
   json logprobs = json::array();  // with sampling.logprobs: one logprob_entry per token
 };

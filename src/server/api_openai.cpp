@@ -37,50 +37,49 @@ static json usage_chunk(json head, const GenResult& g) {
 }
 
 // Fields both OpenAI routes share on top of the llama.cpp sampling fields.
-static std::optional<ApiError> parse_openai_common(const json& body, ServerContext& ctx, CompletionRequest* r) {
-  if (auto e = parse_sampling(body, ctx, r)) return e;
+static Status parse_openai_common(const json& body, ServerContext& ctx, CompletionRequest* r) {
+  DS_RETURN_IF_ERROR(parse_sampling(body, ctx, r));
   int64_t n = 1, n_max = -2;
-  if (auto e = get_int(body, "n", 1, 1, &n)) {
-    e->message = "\"n\": only one choice per request is supported (n = 1)";
-    return e;
+  if (!get_int(body, "n", 1, 1, &n).is_ok()) {
+    return Status::invalid_argument("\"n\": only one choice per request is supported (n = 1)");
   }
-  if (auto e = get_int(body, "max_completion_tokens", -1, INT32_MAX, &n_max)) return e;
+  DS_RETURN_IF_ERROR(get_int(body, "max_completion_tokens", -1, INT32_MAX, &n_max));
   if (n_max != -2) r->gen.n_predict = static_cast<int>(n_max);
   // Chat: logprobs (bool) with top_logprobs 0-20; completions: logprobs k (0-20, the top k).
   int64_t logprobs = -1, top = 0;
   SamplingParams& sp = r->gen.sampling;
   if (body.contains("logprobs") && body["logprobs"].is_boolean()) {
     sp.logprobs = body["logprobs"].get<bool>();
-    if (auto e = get_int(body, "top_logprobs", 0, 20, &top)) return e;
-    if (!sp.logprobs && top > 0) return err(400, "\"top_logprobs\" needs \"logprobs\": true");
+    DS_RETURN_IF_ERROR(get_int(body, "top_logprobs", 0, 20, &top));
+    if (!sp.logprobs && top > 0) return Status::invalid_argument("\"top_logprobs\" needs \"logprobs\": true");
     sp.top_logprobs = static_cast<int>(top);
   } else {
-    if (auto e = get_int(body, "logprobs", 0, 20, &logprobs)) return e;
+    DS_RETURN_IF_ERROR(get_int(body, "logprobs", 0, 20, &logprobs));
     sp.logprobs = logprobs >= 0;
     sp.top_logprobs = static_cast<int>(std::max<int64_t>(logprobs, 0));
   }
   bool echo = false;
-  if (auto e = get_bool(body, "echo", &echo)) return e;
-  if (echo) return err(400, "\"echo\" is not supported");
+  DS_RETURN_IF_ERROR(get_bool(body, "echo", &echo));
+  if (echo) return Status::invalid_argument("\"echo\" is not supported");
   auto so = body.find("stream_options");
   if (so != body.end() && !so->is_null()) {
-    if (!so->is_object()) return err(400, "\"stream_options\" must be an object");
-    if (auto e = get_bool(*so, "include_usage", &r->include_usage)) return e;
+    if (!so->is_object()) return Status::invalid_argument("\"stream_options\" must be an object");
+    DS_RETURN_IF_ERROR(get_bool(*so, "include_usage", &r->include_usage));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   json body;
-  if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  if (Status st = parse_body(req.body, &body); !st) return make_error(st, 1);
   auto r = std::make_shared<CompletionRequest>();
-  if (!body.contains("prompt")) return make_error(err(400, "\"prompt\" is required"), 1);
+  if (!body.contains("prompt")) return make_error(Status::invalid_argument("\"prompt\" is required"), 1);
   if (is_prompt_batch(body["prompt"])) return route_oai_completions_batch(ctx, req, body);
   if (wants_choices(body)) return route_oai_n(ctx, req, body, route_oai_completions);
-  if (auto e = parse_prompt(body["prompt"], ctx, &r->gen.prompt)) return make_error(*e, 1);
-  if (auto e = parse_openai_common(body, ctx, r.get())) return make_error(*e, 1);
+  if (Status st = parse_prompt(body["prompt"], ctx, &r->gen.prompt); !st) return make_error(st, 1);
+  if (Status st = parse_openai_common(body, ctx, r.get()); !st) return make_error(st, 1);
   std::shared_ptr<GenStream> stream;
-  if (auto e = submit(ctx, r->gen, &stream)) return make_error(*e, ctx.opts.retry_after_s);
+  if (Status st = submit(ctx, r->gen, &stream); !st) return make_error(st, ctx.opts.retry_after_s);
   const std::string id = "cmpl-" + std::to_string(stream->id());
   const int64_t created = unix_now();
   auto chunk = [&ctx, id, created](const std::string& text, const char* finish, json lp = nullptr) {
@@ -97,7 +96,7 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
   if (!r->stream) {
     GenResult g = run_generation(ctx, *stream, *r, req.alive, {});
     log_request(ctx, "/v1/completions", stream->id(), g);
-    if (g.error) return make_error(*g.error, 1);
+    if (!g.error.is_ok()) return make_error(g.error, 1);
     ctx.counters.completions_ok++;
     json j = chunk(g.content, finish_reason(g), completion_logprobs(*r, g.logprobs, 0));
     j["usage"] = usage_json(g);
@@ -115,8 +114,8 @@ HttpResponse route_oai_completions(ServerContext& ctx, const HttpRequest& req) {
     });
     log_request(ctx, "/v1/completions", stream->id(), g);
     if (g.client_gone) return;
-    if (g.error) {
-      sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
+    if (!g.error.is_ok()) {
+      sink.write(sse_data(error_json(g.error)));
       return;
     }
     ctx.counters.completions_ok++;
@@ -193,11 +192,11 @@ json tool_calls_json(const ChatOutput& out) {
 HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpRequest& http) {
   GenResult g = run_generation(ctx, *call.stream, *call.req, http.alive, {});
   log_request(ctx, call.route, call.stream->id(), g);
-  if (g.error) return make_error(*g.error, 1);
+  if (!g.error.is_ok()) return make_error(g.error, 1);
   ChatOutput& out = *call.output;
   ChatOutput::Delta a = out.prefill(call.prefill), b = out.push(g.content), c = out.flush();
   const std::string problem = check_calls(call);
-  if (forced_call_failed(call, g, problem)) return make_error(err(500, problem, "server_error"), 1);
+  if (forced_call_failed(call, g, problem)) return make_error(Status::error(StatusCode::kInternal, problem), 1);
   ctx.counters.completions_ok++;
   json msg = {{"role", "assistant"}, {"content", a.content + b.content + c.content}};
   const std::string reasoning = a.reasoning + b.reasoning + c.reasoning;
@@ -269,8 +268,8 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
                                });
   log_request(ctx, call.route, call.stream->id(), g);
   if (g.client_gone) return;
-  if (g.error) {
-    sink.write(sse_data({{"error", {{"code", 500}, {"message", g.error->message}, {"type", "server_error"}}}}));
+  if (!g.error.is_ok()) {
+    sink.write(sse_data(error_json(g.error)));
     return;
   }
   send_delta(call.output->flush());
@@ -288,40 +287,39 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
 }
 
 // The request's chat fields rendered with the model's template.
-std::optional<ApiError> render_request(const ServerContext& ctx, const json& body, ChatRequest* chat,
-                                       std::string* prompt) {
-  if (auto e = parse_chat_request(body, *ctx.codec, chat)) return e;
+Status render_request(const ServerContext& ctx, const json& body, ChatRequest* chat, std::string* prompt) {
+  DS_RETURN_IF_ERROR(parse_chat_request(body, *ctx.codec, chat));
   auto text = ctx.codec->render_chat(chat->input);
-  if (!text.is_ok()) return err(400, "\"messages\": " + text.message());
-  if (auto e = check_prompt_bytes(ctx, "messages", text->size())) return e;
+  if (!text.is_ok()) return Status::invalid_argument("\"messages\": " + text.message());
+  DS_RETURN_IF_ERROR(check_prompt_bytes(ctx, "messages", text->size()));
   *prompt = std::move(*text);
-  return std::nullopt;
+  return Status::ok();
 }
 
 }  // namespace
 
 HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
   json body;
-  if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  if (Status st = parse_body(req.body, &body); !st) return make_error(st, 1);
   if (wants_choices(body)) return route_oai_n(ctx, req, body, route_oai_chat);
   ChatCall call;
   call.chat = std::make_shared<ChatRequest>();
   std::string text;
-  if (auto e = render_request(ctx, body, call.chat.get(), &text)) return make_error(*e, 1);
+  if (Status st = render_request(ctx, body, call.chat.get(), &text); !st) return make_error(st, 1);
   if (call.chat->forced) {
     text += forced_call_prefill(*call.chat, text);
     call.prefill = call.chat->forced->prefix;
   }
   call.req = std::make_shared<CompletionRequest>();
   auto ids = ctx.codec->encode(text, false, true);
-  if (!ids.is_ok()) return make_error(err(400, "\"messages\": " + ids.message()), 1);
+  if (!ids.is_ok()) return make_error(Status::invalid_argument("\"messages\": " + ids.message()), 1);
   call.req->gen.prompt = std::move(*ids);
-  if (auto e = parse_openai_common(body, ctx, call.req.get())) return make_error(*e, 1);
+  if (Status st = parse_openai_common(body, ctx, call.req.get()); !st) return make_error(st, 1);
   if (call.chat->forced) {
     // The call's markup and arguments follow the tool's schema. A schema outside the supported
     // subset leaves the call unconstrained; its arguments are still checked afterwards.
     auto gbnf = constrain::tool_call_gbnf(*call.chat->forced);
-    if (gbnf && compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling)) {
+    if (gbnf && !compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling).is_ok()) {
       call.req->gen.sampling.constraint.reset();
     }
   } else if (call.chat->auto_calls && !call.req->gen.sampling.constraint) {
@@ -332,11 +330,11 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
     const size_t at = c.prefix.find(trigger);
     auto gbnf = constrain::tool_call_gbnf(c, at == std::string::npos ? "" : c.prefix.substr(at + trigger.size()));
     if (at != std::string::npos && gbnf &&
-        compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling, trigger)) {
+        !compile_constraint(gbnf.value(), *ctx.codec, "tools", &call.req->gen.sampling, trigger).is_ok()) {
       call.req->gen.sampling.constraint.reset();
     }
   }
-  if (auto e = submit(ctx, call.req->gen, &call.stream)) return make_error(*e, ctx.opts.retry_after_s);
+  if (Status st = submit(ctx, call.req->gen, &call.stream); !st) return make_error(st, ctx.opts.retry_after_s);
   call.id = "chatcmpl-" + std::to_string(call.stream->id());
   call.route = req.path;
   call.created = unix_now();
@@ -353,10 +351,10 @@ HttpResponse route_oai_chat(ServerContext& ctx, const HttpRequest& req) {
 // llama.cpp's POST /apply-template: the chat request's prompt, rendered, not generated.
 HttpResponse route_apply_template(ServerContext& ctx, const HttpRequest& req) {
   json body;
-  if (auto e = parse_body(req.body, &body)) return make_error(*e, 1);
+  if (Status st = parse_body(req.body, &body); !st) return make_error(st, 1);
   ChatRequest chat;
   std::string text;
-  if (auto e = render_request(ctx, body, &chat, &text)) return make_error(*e, 1);
+  if (Status st = render_request(ctx, body, &chat, &text); !st) return make_error(st, 1);
   return json_response({{"prompt", text}});
 }
 

@@ -78,7 +78,7 @@ void add_cors_headers(const ServerContext& ctx, const std::map<std::string, std:
 namespace api {
 
 static HttpResponse route_health(ServerContext& ctx, const HttpRequest&) {
-  if (!ctx.ready) return make_error(err(503, "Loading model"), ctx.opts.retry_after_s);
+  if (!ctx.ready) return make_error(Status::error(StatusCode::kUnavailable, "Loading model"), ctx.opts.retry_after_s);
   return json_response({{"status", "ok"}});
 }
 
@@ -123,7 +123,8 @@ static HttpResponse route_props(ServerContext& ctx, const HttpRequest&) {
 }
 
 static HttpResponse route_slots(ServerContext& ctx, const HttpRequest&) {
-  if (!ctx.opts.slots_endpoint) return make_error(err(501, "This server does not serve /slots (--no-slots)"), 1);
+  if (!ctx.opts.slots_endpoint)
+    return make_error(Status::error(StatusCode::kUnimplemented, "This server does not serve /slots (--no-slots)"), 1);
   const LoopStats st = ctx.loop->stats();
   const SchedOptions& so = ctx.loop->sched_options();
   json slots = json::array();
@@ -150,10 +151,11 @@ static HttpResponse route_metrics(ServerContext& ctx, const HttpRequest&) {
 }
 
 static HttpResponse route_infill(ServerContext&, const HttpRequest&) {
-  return make_error(err(501,
-                        "/infill (fill-in-the-middle) is out of scope for ds-server: it serves DeepSeek chat and "
-                        "completion models; send the text to /completion instead"),
-                    1);
+  return make_error(
+      Status::error(StatusCode::kUnimplemented,
+                    "/infill (fill-in-the-middle) is out of scope for ds-server: it serves DeepSeek chat and "
+                    "completion models; send the text to /completion instead"),
+      1);
 }
 
 struct Route {
@@ -188,7 +190,9 @@ static HttpResponse dispatch(ServerContext& ctx, const HttpRequest& req) {
       req.path == "/health" || req.path == "/v1/health" || req.path == "/models" || req.path == "/v1/models";
   if (!open && !authorized(ctx, req)) {
     HttpResponse r =
-        make_error(err(401, "Invalid API Key: send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'"), 1);
+        make_error(Status::error(StatusCode::kUnauthorized,
+                                 "Invalid API Key: send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'"),
+                   1);
     r.headers.push_back({"WWW-Authenticate", "Bearer"});  // RFC 6750, section 3
     return r;
   }
@@ -198,19 +202,21 @@ static HttpResponse dispatch(ServerContext& ctx, const HttpRequest& req) {
     path_known = true;
     if (req.method != r.method) continue;
     if (r.needs_model && !ctx.ready) {
-      return make_error(err(503, "Loading model"), ctx.opts.retry_after_s);
+      return make_error(Status::error(StatusCode::kUnavailable, "Loading model"), ctx.opts.retry_after_s);
     }
     if (req.body.size() > ctx.opts.max_body_bytes) {
-      return make_error(
-          err(413, "the request body is larger than " + std::to_string(ctx.opts.max_body_bytes) + " bytes"), 1);
+      return make_error(Status::error(StatusCode::kTooLarge, "the request body is larger than " +
+                                                                 std::to_string(ctx.opts.max_body_bytes) + " bytes"),
+                        1);
     }
     return r.fn(ctx, req);
   }
   if (path_known) {
-    HttpResponse e = make_error(err(405, "method " + req.method + " is not allowed on " + req.path), 1);
+    HttpResponse e = error_response(405, "method " + req.method + " is not allowed on " + req.path, {});
     return e;
   }
-  return make_error(err(404, "File Not Found: no route for " + req.method + " " + req.path), 1);
+  return make_error(Status::error(StatusCode::kNotFound, "File Not Found: no route for " + req.method + " " + req.path),
+                    1);
 }
 
 }  // namespace api
@@ -229,7 +235,7 @@ HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req) {
   } catch (const std::exception& e) {
     // The exception's text is for the log: it may name library internals.
     spdlog::error("internal error on {} {}: {}", req.method, req.path, e.what());
-    r = api::make_error(api::err(500, "internal error"), 1);
+    r = api::make_error(Status::error(StatusCode::kInternal, "internal error"), 1);
   }
   add_cors_headers(ctx, req.headers, &r);
   if (r.status >= 500)

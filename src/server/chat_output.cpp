@@ -18,7 +18,7 @@ std::string new_tool_call_id() {
 ChatOutput::ChatOutput(std::unique_ptr<ReasoningFilter> reasoning, ToolCallFormat format, bool parallel)
     : reasoning_(std::move(reasoning)),
       parser_(format, parallel ? 1 << 30 : 1),
-      parse_(format != ToolCallFormat::NONE) {}
+      parse_(format != ToolCallFormat::kNone) {}
 
 ChatOutput::Delta ChatOutput::from_content(std::string_view content, const std::string& reasoning, bool last) {
   Delta d;
@@ -31,19 +31,19 @@ ChatOutput::Delta ChatOutput::from_content(std::string_view content, const std::
       for (ToolCallEvent& e : parser_.flush()) events.push_back(std::move(e));
     }
   } else if (!content.empty()) {
-    events.push_back({ToolCallEvent::Kind::CONTENT, 0, std::string(content)});
+    events.push_back({ToolCallEvent::Kind::kContent, 0, std::string(content)});
   }
   std::string text;
   for (ToolCallEvent& e : events) {
     switch (e.kind) {
-      case ToolCallEvent::Kind::CONTENT:
+      case ToolCallEvent::Kind::kContent:
         text += e.text;
         break;
-      case ToolCallEvent::Kind::CALL_BEGIN:
+      case ToolCallEvent::Kind::kCallBegin:
         ids_.push_back(new_tool_call_id());
         d.calls.push_back({.index = e.index, .id = ids_.back(), .name = std::move(e.text), .arguments = {}});
         break;
-      case ToolCallEvent::Kind::ARGUMENTS:
+      case ToolCallEvent::Kind::kArguments:
         if (!d.calls.empty() && d.calls.back().index == e.index) {
           d.calls.back().arguments += e.text;
         } else {

@@ -16,41 +16,45 @@ std::string quoted(const std::string& field) {
 }
 
 // content: a string, an array of text parts, or null.
-std::optional<ApiError> parse_content(const json& m, const std::string& where, std::optional<std::string>* out) {
+Status parse_content(const json& m, const std::string& where, std::optional<std::string>* out) {
   auto it = m.find("content");
-  if (it == m.end() || it->is_null()) return std::nullopt;
+  if (it == m.end() || it->is_null()) return Status::ok();
   if (it->is_string()) {
     *out = it->get<std::string>();
-    return std::nullopt;
+    return Status::ok();
   }
-  if (!it->is_array()) return err(400, quoted(where + ".content") + " must be a string or an array of text parts");
+  if (!it->is_array())
+    return Status::invalid_argument(quoted(where + ".content") + " must be a string or an array of text parts");
   std::string text;
   for (const json& part : *it) {
     if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-      return err(400, quoted(where + ".content") + " parts must be {\"type\":\"text\",\"text\":...}");
+      return Status::invalid_argument(quoted(where + ".content") + " parts must be {\"type\":\"text\",\"text\":...}");
     }
     text += part["text"].get<std::string>();
   }
   *out = std::move(text);
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_tool_calls(const json& m, const std::string& where, ChatMessage* msg) {
+Status parse_tool_calls(const json& m, const std::string& where, ChatMessage* msg) {
   auto it = m.find("tool_calls");
-  if (it == m.end() || it->is_null()) return std::nullopt;
-  if (!it->is_array()) return err(400, quoted(where + ".tool_calls") + " must be an array");
+  if (it == m.end() || it->is_null()) return Status::ok();
+  if (!it->is_array()) return Status::invalid_argument(quoted(where + ".tool_calls") + " must be an array");
   for (size_t j = 0; j < it->size(); ++j) {
     const json& tc = (*it)[j];
     const std::string at = where + ".tool_calls[" + std::to_string(j) + "]";
-    if (!tc.is_object()) return err(400, quoted(at) + " must be an object");
+    if (!tc.is_object()) return Status::invalid_argument(quoted(at) + " must be an object");
     ChatToolCall call;
-    if (auto e = get_string(tc, "id", &call.id)) return err(400, quoted(at + ".id") + " must be a string");
-    if (auto e = get_string(tc, "type", &call.type)) return err(400, quoted(at + ".type") + " must be a string");
-    if (call.type != "function") return err(400, quoted(at + ".type") + " must be \"function\"");
+    if (!get_string(tc, "id", &call.id).is_ok())
+      return Status::invalid_argument(quoted(at + ".id") + " must be a string");
+    if (!get_string(tc, "type", &call.type).is_ok())
+      return Status::invalid_argument(quoted(at + ".type") + " must be a string");
+    if (call.type != "function") return Status::invalid_argument(quoted(at + ".type") + " must be \"function\"");
     auto fn = tc.find("function");
-    if (fn == tc.end() || !fn->is_object()) return err(400, quoted(at + ".function") + " must be an object");
+    if (fn == tc.end() || !fn->is_object())
+      return Status::invalid_argument(quoted(at + ".function") + " must be an object");
     if (!fn->contains("name") || !(*fn)["name"].is_string() || (*fn)["name"].get<std::string>().empty()) {
-      return err(400, quoted(at + ".function.name") + " is required");
+      return Status::invalid_argument(quoted(at + ".function.name") + " is required");
     }
     call.name = (*fn)["name"].get<std::string>();
     const json args = fn->value("arguments", json::object());
@@ -60,17 +64,17 @@ std::optional<ApiError> parse_tool_calls(const json& m, const std::string& where
     } else if (args.is_object()) {
       call.arguments = args;
     } else {
-      return err(400, quoted(at + ".function.arguments") + " must be a JSON object or its text");
+      return Status::invalid_argument(quoted(at + ".function.arguments") + " must be a JSON object or its text");
     }
     msg->tool_calls.push_back(std::move(call));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_messages(const json& body, std::vector<ChatMessage>* out) {
+Status parse_messages(const json& body, std::vector<ChatMessage>* out) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty()) {
-    return err(400, "\"messages\" must be a non-empty array of {role, content}");
+    return Status::invalid_argument("\"messages\" must be a non-empty array of {role, content}");
   }
   static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   std::set<std::string> call_ids;  // ids of the calls made so far
@@ -78,144 +82,145 @@ std::optional<ApiError> parse_messages(const json& body, std::vector<ChatMessage
     const json& m = (*it)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-      return err(400, quoted(where + ".role") + " must be a string");
+      return Status::invalid_argument(quoted(where + ".role") + " must be a string");
     }
     ChatMessage msg;
     msg.role = m["role"].get<std::string>();
     if (!kRoles.contains(msg.role)) {
-      return err(400, quoted(where + ".role") + " must be one of system, developer, user, assistant, tool (got '" +
-                          msg.role + "')");
+      return Status::invalid_argument(quoted(where + ".role") +
+                                      " must be one of system, developer, user, assistant, tool (got '" + msg.role +
+                                      "')");
     }
-    if (auto e = parse_content(m, where, &msg.content)) return e;
+    DS_RETURN_IF_ERROR(parse_content(m, where, &msg.content));
     if (msg.role == "assistant") {
       if (m.contains("reasoning_content") && !m["reasoning_content"].is_null()) {
         if (!m["reasoning_content"].is_string()) {
-          return err(400, quoted(where + ".reasoning_content") + " must be a string");
+          return Status::invalid_argument(quoted(where + ".reasoning_content") + " must be a string");
         }
         msg.reasoning_content = m["reasoning_content"].get<std::string>();
       }
-      if (auto e = parse_tool_calls(m, where, &msg)) return e;
-      if (auto e = get_bool(m, "prefix", &msg.prefix)) return err(400, quoted(where + ".prefix") + " must be a bool");
+      DS_RETURN_IF_ERROR(parse_tool_calls(m, where, &msg));
+      if (!get_bool(m, "prefix", &msg.prefix).is_ok())
+        return Status::invalid_argument(quoted(where + ".prefix") + " must be a bool");
       for (const ChatToolCall& c : msg.tool_calls) call_ids.insert(c.id);
     }
     if (msg.role == "tool") {
       auto id = m.find("tool_call_id");
       if (id == m.end() || !id->is_string()) {
-        return err(400, quoted(where + ".tool_call_id") + " is required on a tool message");
+        return Status::invalid_argument(quoted(where + ".tool_call_id") + " is required on a tool message");
       }
       msg.tool_call_id = id->get<std::string>();
       if (!call_ids.contains(msg.tool_call_id)) {
-        return err(400, quoted(where + ".tool_call_id") + " '" + msg.tool_call_id +
-                            "' matches no tool call of an earlier assistant message");
+        return Status::invalid_argument(quoted(where + ".tool_call_id") + " '" + msg.tool_call_id +
+                                        "' matches no tool call of an earlier assistant message");
       }
     }
     out->push_back(std::move(msg));
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_tools(const json& body, json* out) {
+Status parse_tools(const json& body, json* out) {
   auto it = body.find("tools");
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (!it->is_array()) return err(400, "\"tools\" must be an array of {\"type\": \"function\", \"function\": {...}}");
+  if (it == body.end() || it->is_null()) return Status::ok();
+  if (!it->is_array())
+    return Status::invalid_argument("\"tools\" must be an array of {\"type\": \"function\", \"function\": {...}}");
   for (size_t i = 0; i < it->size(); ++i) {
     const json& t = (*it)[i];
     const std::string at = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) return err(400, quoted(at) + " must be an object");
-    if (t.value("type", "") != "function") return err(400, quoted(at + ".type") + " must be \"function\"");
+    if (!t.is_object()) return Status::invalid_argument(quoted(at) + " must be an object");
+    if (t.value("type", "") != "function")
+      return Status::invalid_argument(quoted(at + ".type") + " must be \"function\"");
     auto fn = t.find("function");
-    if (fn == t.end() || !fn->is_object()) return err(400, quoted(at + ".function") + " must be an object");
+    if (fn == t.end() || !fn->is_object())
+      return Status::invalid_argument(quoted(at + ".function") + " must be an object");
     if (!fn->contains("name") || !(*fn)["name"].is_string() || (*fn)["name"].get<std::string>().empty()) {
-      return err(400, quoted(at + ".function.name") + " is required (a non-empty string)");
+      return Status::invalid_argument(quoted(at + ".function.name") + " is required (a non-empty string)");
     }
     auto params = fn->find("parameters");
     if (params != fn->end() && !params->is_null()) {
       if (!params->is_object() || (params->contains("type") && (*params)["type"] != "object")) {
-        return err(400, quoted(at + ".function.parameters") + " must be a JSON Schema of type \"object\"");
+        return Status::invalid_argument(quoted(at + ".function.parameters") +
+                                        " must be a JSON Schema of type \"object\"");
       }
     }
   }
   *out = *it;
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_tool_choice(const json& body, ChatRequest* r) {
+Status parse_tool_choice(const json& body, ChatRequest* r) {
   auto it = body.find("tool_choice");
-  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it == body.end() || it->is_null()) return Status::ok();
   const std::string expected =
       "\"tool_choice\" must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": "
       "...}}";
   if (it->is_string()) {
     const std::string s = it->get<std::string>();
     if (s == "auto")
-      r->tool_choice = ToolChoice::AUTO;
+      r->tool_choice = ToolChoice::kAuto;
     else if (s == "none")
-      r->tool_choice = ToolChoice::NONE;
+      r->tool_choice = ToolChoice::kNone;
     else if (s == "required")
-      r->tool_choice = ToolChoice::REQUIRED;
+      r->tool_choice = ToolChoice::kRequired;
     else
-      return err(400, expected + " (got '" + s + "')");
-    return std::nullopt;
+      return Status::invalid_argument(expected + " (got '" + s + "')");
+    return Status::ok();
   }
   if (!it->is_object() || it->value("type", "") != "function" || !it->contains("function") ||
       !(*it)["function"].is_object() || !(*it)["function"].contains("name") || !(*it)["function"]["name"].is_string()) {
-    return err(400, expected);
+    return Status::invalid_argument(expected);
   }
-  r->tool_choice = ToolChoice::NAMED;
+  r->tool_choice = ToolChoice::kNamed;
   r->tool_name = (*it)["function"]["name"].get<std::string>();
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_bool_field(const json& j, const char* key, const std::string& path,
-                                         std::optional<bool>* out) {
+Status parse_bool_field(const json& j, const char* key, const std::string& path, std::optional<bool>* out) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) return err(400, quoted(path) + " must be true or false");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_boolean()) return Status::invalid_argument(quoted(path) + " must be true or false");
   *out = it->get<bool>();
-  return std::nullopt;
+  return Status::ok();
 }
 
-std::optional<ApiError> parse_effort(const json& v, const std::string& path, std::optional<std::string>* out) {
+Status parse_effort(const json& v, const std::string& path, std::optional<std::string>* out) {
   static const std::set<std::string> kLevels = {"minimal", "low", "medium", "high", "max"};
-  if (v.is_null()) return std::nullopt;
+  if (v.is_null()) return Status::ok();
   if (!v.is_string() || !kLevels.contains(v.get<std::string>())) {
-    return err(400, quoted(path) + " must be one of minimal, low, medium, high, max");
+    return Status::invalid_argument(quoted(path) + " must be one of minimal, low, medium, high, max");
   }
   *out = v.get<std::string>();
-  return std::nullopt;
+  return Status::ok();
 }
 
 // chat_template_kwargs first, then DeepSeek's own fields where the kwargs left a gap.
-std::optional<ApiError> parse_switches(const json& body, ChatInput* in) {
+Status parse_switches(const json& body, ChatInput* in) {
   auto kw = body.find("chat_template_kwargs");
   if (kw != body.end() && !kw->is_null()) {
-    if (!kw->is_object()) return err(400, "\"chat_template_kwargs\" must be an object");
-    if (auto e = parse_bool_field(*kw, "thinking", "chat_template_kwargs.thinking", &in->thinking)) return e;
-    if (auto e =
-            parse_bool_field(*kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &in->enable_thinking)) {
-      return e;
-    }
+    if (!kw->is_object()) return Status::invalid_argument("\"chat_template_kwargs\" must be an object");
+    DS_RETURN_IF_ERROR(parse_bool_field(*kw, "thinking", "chat_template_kwargs.thinking", &in->thinking));
+    DS_RETURN_IF_ERROR(
+        parse_bool_field(*kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &in->enable_thinking));
     std::optional<bool> drop;
-    if (auto e = parse_bool_field(*kw, "drop_thinking", "chat_template_kwargs.drop_thinking", &drop)) return e;
+    DS_RETURN_IF_ERROR(parse_bool_field(*kw, "drop_thinking", "chat_template_kwargs.drop_thinking", &drop));
     if (drop) in->drop_thinking = *drop;
     if (kw->contains("reasoning_effort")) {
-      if (auto e =
-              parse_effort((*kw)["reasoning_effort"], "chat_template_kwargs.reasoning_effort", &in->reasoning_effort)) {
-        return e;
-      }
+      DS_RETURN_IF_ERROR(
+          parse_effort((*kw)["reasoning_effort"], "chat_template_kwargs.reasoning_effort", &in->reasoning_effort));
     }
   }
   auto th = body.find("thinking");
   if (th != body.end() && !th->is_null()) {
     const std::string type = th->is_object() ? th->value("type", "") : "";
     if (type != "enabled" && type != "disabled") {
-      return err(400, "\"thinking\" must be {\"type\": \"enabled\"} or {\"type\": \"disabled\"}");
+      return Status::invalid_argument("\"thinking\" must be {\"type\": \"enabled\"} or {\"type\": \"disabled\"}");
     }
     if (!in->thinking) in->thinking = type == "enabled";
     if (!in->enable_thinking) in->enable_thinking = type == "enabled";
   }
   if (body.contains("reasoning_effort") && !in->reasoning_effort) {
-    if (auto e = parse_effort(body["reasoning_effort"], "reasoning_effort", &in->reasoning_effort)) return e;
+    DS_RETURN_IF_ERROR(parse_effort(body["reasoning_effort"], "reasoning_effort", &in->reasoning_effort));
   }
   // V4 templates write a JSON response format into the system prompt.
   auto rf = body.find("response_format");
@@ -223,7 +228,7 @@ std::optional<ApiError> parse_switches(const json& body, ChatInput* in) {
     const std::string type = rf->value("type", "");
     if (type == "json_object" || type == "json_schema") in->response_format = *rf;
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 const json* find_tool(const json& tools, const std::string& name) {
@@ -235,53 +240,53 @@ const json* find_tool(const json& tools, const std::string& name) {
 
 }  // namespace
 
-std::optional<ApiError> parse_chat_request(const json& body, const TextCodec& codec, ChatRequest* r) {
-  if (auto e = parse_messages(body, &r->input.messages)) return e;
-  if (auto e = parse_tools(body, &r->input.tools)) return e;
-  if (auto e = parse_tool_choice(body, r)) return e;
-  if (auto e = get_bool(body, "parallel_tool_calls", &r->parallel_tool_calls)) return e;
-  if (auto e = parse_switches(body, &r->input)) return e;
-  if (auto e = get_bool(body, "add_generation_prompt", &r->input.add_generation_prompt)) return e;
+Status parse_chat_request(const json& body, const TextCodec& codec, ChatRequest* r) {
+  DS_RETURN_IF_ERROR(parse_messages(body, &r->input.messages));
+  DS_RETURN_IF_ERROR(parse_tools(body, &r->input.tools));
+  DS_RETURN_IF_ERROR(parse_tool_choice(body, r));
+  DS_RETURN_IF_ERROR(get_bool(body, "parallel_tool_calls", &r->parallel_tool_calls));
+  DS_RETURN_IF_ERROR(parse_switches(body, &r->input));
+  DS_RETURN_IF_ERROR(get_bool(body, "add_generation_prompt", &r->input.add_generation_prompt));
   const bool has_tools = r->input.tools.is_array() && !r->input.tools.empty();
-  if (!has_tools && (r->tool_choice == ToolChoice::REQUIRED || r->tool_choice == ToolChoice::NAMED)) {
-    return err(400, "\"tool_choice\" requires a call, but the request has no \"tools\"");
+  if (!has_tools && (r->tool_choice == ToolChoice::kRequired || r->tool_choice == ToolChoice::kNamed)) {
+    return Status::invalid_argument("\"tool_choice\" requires a call, but the request has no \"tools\"");
   }
-  if (r->tool_choice == ToolChoice::NAMED && !find_tool(r->input.tools, r->tool_name)) {
-    return err(400, "\"tool_choice.function.name\" '" + r->tool_name + "' is not one of the \"tools\"");
+  if (r->tool_choice == ToolChoice::kNamed && !find_tool(r->input.tools, r->tool_name)) {
+    return Status::invalid_argument("\"tool_choice.function.name\" '" + r->tool_name + "' is not one of the \"tools\"");
   }
-  if (!has_tools) return std::nullopt;
-  if (r->tool_choice == ToolChoice::NONE) {
+  if (!has_tools) return Status::ok();
+  if (r->tool_choice == ToolChoice::kNone) {
     r->input.tools = nullptr;  // the model is not offered the tools
-    return std::nullopt;
+    return Status::ok();
   }
   r->format = codec.tool_call_format();
-  if (r->format == ToolCallFormat::NONE) {
-    return err(400,
-               "\"tools\": the chat format '" + codec.chat_template_name() +
-                   "' has no tool-call syntax; choose one that has with --chat-template (deepseek-r1-distill-qwen, "
-                   "deepseek-v3.1, deepseek-v3.2, deepseek-v4, ...)");
+  if (r->format == ToolCallFormat::kNone) {
+    return Status::invalid_argument(
+        "\"tools\": the chat format '" + codec.chat_template_name() +
+        "' has no tool-call syntax; choose one that has with --chat-template (deepseek-r1-distill-qwen, "
+        "deepseek-v3.1, deepseek-v3.2, deepseek-v4, ...)");
   }
   ToolCallConstraint c;
   c.format = r->format;
   c.parallel = r->parallel_tool_calls;
   for (const json& t : r->input.tools) {
     const std::string name = t["function"]["name"].get<std::string>();
-    if (r->tool_choice == ToolChoice::NAMED && name != r->tool_name) continue;
+    if (r->tool_choice == ToolChoice::kNamed && name != r->tool_name) continue;
     c.tools.push_back({name, t["function"].value("parameters", json::object())});
   }
-  c.prefix = tool_call_opener(r->format, r->tool_choice == ToolChoice::NAMED ? r->tool_name : "");
-  if (r->tool_choice == ToolChoice::AUTO) {
+  c.prefix = tool_call_opener(r->format, r->tool_choice == ToolChoice::kNamed ? r->tool_name : "");
+  if (r->tool_choice == ToolChoice::kAuto) {
     r->auto_calls = std::move(c);
   } else {
     r->forced = std::move(c);
   }
-  return std::nullopt;
+  return Status::ok();
 }
 
 std::string forced_call_prefill(const ChatRequest& r, std::string_view prompt) {
   if (!r.forced) return "";
   std::string close;
-  if (ChatTemplate::opens_reasoning(prompt)) close = r.format == ToolCallFormat::R1 ? "\n</think>\n\n" : "</think>";
+  if (ChatTemplate::opens_reasoning(prompt)) close = r.format == ToolCallFormat::kR1 ? "\n</think>\n\n" : "</think>";
   return close + r.forced->prefix;
 }
 

@@ -12,14 +12,14 @@
 
 namespace ds::api {
 
-enum class ToolChoice { AUTO, NONE, REQUIRED, NAMED };
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
 
 struct ChatRequest {
   ChatInput input;
-  ToolChoice tool_choice = ToolChoice::AUTO;
+  ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_name;  // NAMED: the function
   bool parallel_tool_calls = true;
-  ToolCallFormat format = ToolCallFormat::NONE;  // NONE: outputs are not parsed for calls
+  ToolCallFormat format = ToolCallFormat::kNone;  // NONE: outputs are not parsed for calls
 
   // Set when a call is forced (required / named): the prefill and the allowed tools'
   // schemas, the plug for a grammar constraint (see docs/chat.md "Forced tool calls").
@@ -31,7 +31,7 @@ struct ChatRequest {
 
 // Fills `out` from the request body; the codec says which tool-call syntax the chat format
 // has. add_generation_prompt comes from the body where given (default true).
-std::optional<ApiError> parse_chat_request(const json& body, const TextCodec& codec, ChatRequest* out);
+Status parse_chat_request(const json& body, const TextCodec& codec, ChatRequest* out);
 
 // What follows the rendered prompt for a forced call: the reasoning closed when the prompt
 // opened it, then the call's opening syntax (through the name when it is named).

@@ -300,7 +300,7 @@ Result<std::string> dsml_calls(const ChatMessage& m, std::string_view block, boo
 
 std::string dsml_system_prompt(const ChatInput& in, DsmlVersion version) {
   std::string sp = joined_system(in);
-  const bool v4 = version != DsmlVersion::V3_2;
+  const bool v4 = version != DsmlVersion::kV3_2;
   if (tools_given(in)) {
     const std::string block =
         cat({v4 ? kV4ToolsHeader : kV32ToolsHeader, tool_schemas(in.tools), v4 ? kV4ToolsFooter : kV32ToolsFooter});
@@ -317,8 +317,8 @@ std::string dsml_system_prompt(const ChatInput& in, DsmlVersion version) {
 std::string_view effort_preamble(const ChatInput& in, DsmlVersion version, bool thinking) {
   if (in.messages.empty() || !thinking || !in.reasoning_effort) return {};
   const std::string& e = *in.reasoning_effort;
-  if (version == DsmlVersion::V4) return e == "max" ? kEffortAbsoluteMax : std::string_view();
-  if (version == DsmlVersion::V4_FLASH) {
+  if (version == DsmlVersion::kV4) return e == "max" ? kEffortAbsoluteMax : std::string_view();
+  if (version == DsmlVersion::kV4Flash) {
     if (e == "high") return kEffortAbsoluteMax;
     if (e == "max") return kEffortBeyondMax;
   }
@@ -331,7 +331,7 @@ std::string thinking_block(const ChatMessage& m) {
 
 Result<std::string> render_v3_2(const ChatInput& in, const std::string& bos) {
   const bool thinking = in.thinking_on();
-  std::string out = bos + dsml_system_prompt(in, DsmlVersion::V3_2);
+  std::string out = bos + dsml_system_prompt(in, DsmlVersion::kV3_2);
   const auto& msgs = in.messages;
   int last_user = -1;
   for (size_t i = 0; i < msgs.size(); ++i) {
@@ -437,7 +437,7 @@ Result<std::string> render_v4(const ChatInput& in, const std::string& bos, DsmlV
 }  // namespace
 
 Result<std::string> render_dsml(const ChatInput& in, const std::string& bos, DsmlVersion version) {
-  return version == DsmlVersion::V3_2 ? render_v3_2(in, bos) : render_v4(in, bos, version);
+  return version == DsmlVersion::kV3_2 ? render_v3_2(in, bos) : render_v4(in, bos, version);
 }
 
 }  // namespace ds::chat

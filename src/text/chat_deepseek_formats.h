@@ -12,7 +12,7 @@
 
 namespace ds::chat {
 
-enum class DsmlVersion { V3_2, V4, V4_FLASH };
+enum class DsmlVersion { kV3_2, kV4, kV4Flash };
 
 // The V3 / R1 template family (fenced-json tool calls, <｜tool▁outputs▁begin｜> results); its
 // members differ in these points only.

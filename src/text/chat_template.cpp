@@ -34,15 +34,15 @@ struct NamedFormat {
   ChatFormat format;
 };
 constexpr NamedFormat kNames[] = {
-    {"deepseek3", ChatFormat::DEEPSEEK3},           {"deepseek-r1", ChatFormat::DEEPSEEK_R1},
-    {"deepseek2", ChatFormat::DEEPSEEK2},           {"deepseek-llm", ChatFormat::DEEPSEEK2},
-    {"deepseek-coder", ChatFormat::DEEPSEEK_CODER}, {"chatml", ChatFormat::CHATML},
-    {"deepseek-r1-distill-llama", ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA},
-    {"deepseek-r1-distill-qwen", ChatFormat::DEEPSEEK_R1_DISTILL_QWEN},
-    {"deepseek-v3.1", ChatFormat::DEEPSEEK_V3_1},
-    {"deepseek-v3.2", ChatFormat::DEEPSEEK_V3_2},
-    {"deepseek-v4", ChatFormat::DEEPSEEK_V4},
-    {"deepseek-v4-flash", ChatFormat::DEEPSEEK_V4_FLASH},
+    {"deepseek3", ChatFormat::kDeepseek3},           {"deepseek-r1", ChatFormat::kDeepseekR1},
+    {"deepseek2", ChatFormat::kDeepseek2},           {"deepseek-llm", ChatFormat::kDeepseek2},
+    {"deepseek-coder", ChatFormat::kDeepseekCoder}, {"chatml", ChatFormat::kChatml},
+    {"deepseek-r1-distill-llama", ChatFormat::kDeepseekR1DistillLlama},
+    {"deepseek-r1-distill-qwen", ChatFormat::kDeepseekR1DistillQwen},
+    {"deepseek-v3.1", ChatFormat::kDeepseekV3_1},
+    {"deepseek-v3.2", ChatFormat::kDeepseekV3_2},
+    {"deepseek-v4", ChatFormat::kDeepseekV4},
+    {"deepseek-v4-flash", ChatFormat::kDeepseekV4Flash},
 };
 
 // FNV-1a 64 of each published template's text (surrounding whitespace trimmed), as the
@@ -52,12 +52,12 @@ struct KnownTemplate {
   ChatFormat format;
 };
 constexpr KnownTemplate kKnown[] = {
-    {0x731e2d647d2bf911ull, ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA},  // DeepSeek-R1-Distill-Llama-8B
-    {0xe8dafd0b656d9f87ull, ChatFormat::DEEPSEEK_R1_DISTILL_QWEN},   // DeepSeek-R1-Distill-Qwen-32B
-    {0xb4e54689957e62cfull, ChatFormat::DEEPSEEK_V3_1},              // DeepSeek-V3.1
-    {0x28c1eb4c82828d2dull, ChatFormat::DEEPSEEK_V3_2},              // DeepSeek-V3.2
-    {0x05c9566651bb7ab5ull, ChatFormat::DEEPSEEK_V4},                // DeepSeek-V4
-    {0xd9b9050150eb6c8cull, ChatFormat::DEEPSEEK_V4_FLASH},          // DeepSeek-V4-Flash-0731
+    {0x731e2d647d2bf911ull, ChatFormat::kDeepseekR1DistillLlama},  // DeepSeek-R1-Distill-Llama-8B
+    {0xe8dafd0b656d9f87ull, ChatFormat::kDeepseekR1DistillQwen},   // DeepSeek-R1-Distill-Qwen-32B
+    {0xb4e54689957e62cfull, ChatFormat::kDeepseekV3_1},              // DeepSeek-V3.1
+    {0x28c1eb4c82828d2dull, ChatFormat::kDeepseekV3_2},              // DeepSeek-V3.2
+    {0x05c9566651bb7ab5ull, ChatFormat::kDeepseekV4},                // DeepSeek-V4
+    {0xd9b9050150eb6c8cull, ChatFormat::kDeepseekV4Flash},          // DeepSeek-V4-Flash-0731
 };
 
 uint64_t fnv1a(std::string_view s) {
@@ -119,19 +119,19 @@ std::optional<ChatFormat> ChatTemplate::recognize_exact(std::string_view t) {
 Result<ChatFormat> ChatTemplate::recognize(std::string_view t) {
   if (auto exact = recognize_exact(t)) return *exact;
   if (contains(t, "｜DSML｜")) {
-    if (contains(t, "tool_calls>")) return contains(t, "reasoning_effort_high") ? ChatFormat::DEEPSEEK_V4_FLASH : ChatFormat::DEEPSEEK_V4;
-    return ChatFormat::DEEPSEEK_V3_2;
+    if (contains(t, "tool_calls>")) return contains(t, "reasoning_effort_high") ? ChatFormat::kDeepseekV4Flash : ChatFormat::kDeepseekV4;
+    return ChatFormat::kDeepseekV3_2;
   }
-  if (contains(t, kAssistant) && contains(t, kUser) && contains(t, "<think></think>")) return ChatFormat::DEEPSEEK_V3_1;
+  if (contains(t, kAssistant) && contains(t, kUser) && contains(t, "<think></think>")) return ChatFormat::kDeepseekV3_1;
   if (contains(t, kAssistant) && contains(t, "<think>\\n") && contains(t, "<｜tool▁outputs▁begin｜>")) {
-    return contains(t, "enable_thinking") ? ChatFormat::DEEPSEEK_R1_DISTILL_QWEN : ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA;
+    return contains(t, "enable_thinking") ? ChatFormat::kDeepseekR1DistillQwen : ChatFormat::kDeepseekR1DistillLlama;
   }
   if (contains(t, kAssistant) && contains(t, kUser)) {
-    return contains(t, kThinkOpen) || contains(t, kThinkClose) ? ChatFormat::DEEPSEEK_R1 : ChatFormat::DEEPSEEK3;
+    return contains(t, kThinkOpen) || contains(t, kThinkClose) ? ChatFormat::kDeepseekR1 : ChatFormat::kDeepseek3;
   }
-  if (contains(t, "### Instruction:") && contains(t, "### Response:")) return ChatFormat::DEEPSEEK_CODER;
-  if (contains(t, "<|im_start|>") && contains(t, "<|im_end|>")) return ChatFormat::CHATML;
-  if (contains(t, "User: ") && contains(t, "Assistant:")) return ChatFormat::DEEPSEEK2;
+  if (contains(t, "### Instruction:") && contains(t, "### Response:")) return ChatFormat::kDeepseekCoder;
+  if (contains(t, "<|im_start|>") && contains(t, "<|im_end|>")) return ChatFormat::kChatml;
+  if (contains(t, "User: ") && contains(t, "Assistant:")) return ChatFormat::kDeepseek2;
   return Status::error(
       "unrecognized chat template (tokenizer.chat_template); choose a built-in "
       "format with --chat-template NAME, one of: " +
@@ -155,7 +155,7 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
   // DeepSeek-V3.2 speaks the V3 chat format; a deepseek32 file whose template is absent or
   // not recognized gets deepseek3 rather than an error.
   const bool v32 = file.architecture() == "deepseek32";
-  if (v32 && (!text.value() || !recognize(*text.value()))) return ChatTemplate(ChatFormat::DEEPSEEK3, std::move(bos), std::move(eos));
+  if (v32 && (!text.value() || !recognize(*text.value()))) return ChatTemplate(ChatFormat::kDeepseek3, std::move(bos), std::move(eos));
   if (!text.value()) {
     return Status::error(file.path() +
                          " has no tokenizer.chat_template; choose one with "
@@ -170,7 +170,7 @@ ChatTemplate ChatTemplate::from_text(std::string_view tmpl, std::string_view wha
   auto format = recognize(tmpl);
   if (!format) {
     warning = std::string(what) + " is not a known chat format; falling back to 'deepseek3' (" + format.message() + ")";
-    format = ChatFormat::DEEPSEEK3;
+    format = ChatFormat::kDeepseek3;
   } else if (!recognize_exact(tmpl)) {
     ChatTemplate named(format.value(), "", "");
     warning = std::string(what) + " is not one of the published DeepSeek templates; rendering "
@@ -178,7 +178,7 @@ ChatTemplate ChatTemplate::from_text(std::string_view tmpl, std::string_view wha
               "--chat-template NAME, one of: " + names_list() + ")";
   }
   ChatTemplate t(format.value(), std::move(bos), std::move(eos));
-  if (t.format() == ChatFormat::CHATML) t.set_default_system(chatml_default_system(tmpl));
+  if (t.format() == ChatFormat::kChatml) t.set_default_system(chatml_default_system(tmpl));
   t.warning_ = std::move(warning);
   return t;
 }
@@ -194,10 +194,10 @@ ChatTemplate::ChatTemplate(ChatFormat format, std::string bos_text, std::string 
 
 bool ChatTemplate::has_reasoning() const {
   switch (format_) {
-    case ChatFormat::DEEPSEEK2:
-    case ChatFormat::DEEPSEEK3:
-    case ChatFormat::DEEPSEEK_CODER:
-    case ChatFormat::CHATML:
+    case ChatFormat::kDeepseek2:
+    case ChatFormat::kDeepseek3:
+    case ChatFormat::kDeepseekCoder:
+    case ChatFormat::kChatml:
       return false;
     default:
       return true;
@@ -210,20 +210,20 @@ bool ChatTemplate::opens_reasoning(std::string_view prompt) {
 
 ToolCallFormat ChatTemplate::tool_call_format() const {
   switch (format_) {
-    case ChatFormat::DEEPSEEK3:
-    case ChatFormat::DEEPSEEK_R1:
-    case ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA:
-    case ChatFormat::DEEPSEEK_R1_DISTILL_QWEN:
-      return ToolCallFormat::R1;
-    case ChatFormat::DEEPSEEK_V3_1:
-      return ToolCallFormat::V3_1;
-    case ChatFormat::DEEPSEEK_V3_2:
-      return ToolCallFormat::V3_2;
-    case ChatFormat::DEEPSEEK_V4:
-    case ChatFormat::DEEPSEEK_V4_FLASH:
-      return ToolCallFormat::V4;
+    case ChatFormat::kDeepseek3:
+    case ChatFormat::kDeepseekR1:
+    case ChatFormat::kDeepseekR1DistillLlama:
+    case ChatFormat::kDeepseekR1DistillQwen:
+      return ToolCallFormat::kR1;
+    case ChatFormat::kDeepseekV3_1:
+      return ToolCallFormat::kV3_1;
+    case ChatFormat::kDeepseekV3_2:
+      return ToolCallFormat::kV3_2;
+    case ChatFormat::kDeepseekV4:
+    case ChatFormat::kDeepseekV4Flash:
+      return ToolCallFormat::kV4;
     default:
-      return ToolCallFormat::NONE;
+      return ToolCallFormat::kNone;
   }
 }
 
@@ -286,7 +286,7 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, 
 }
 
 Result<std::string> ChatTemplate::render(const ChatInput& in) const {
-  const bool tools = tool_call_format() != ToolCallFormat::NONE;
+  const bool tools = tool_call_format() != ToolCallFormat::kNone;
   const auto& messages = in.messages;
   const bool add_generation_prompt = in.add_generation_prompt;
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -303,27 +303,27 @@ Result<std::string> ChatTemplate::render(const ChatInput& in) const {
     }
   }
   switch (format_) {
-    case ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA:
+    case ChatFormat::kDeepseekR1DistillLlama:
       return chat::render_r1_family(in, bos_, chat::kR1DistillLlamaStyle);
-    case ChatFormat::DEEPSEEK_R1_DISTILL_QWEN:
+    case ChatFormat::kDeepseekR1DistillQwen:
       return chat::render_r1_family(in, bos_, chat::kR1DistillQwenStyle);
-    case ChatFormat::DEEPSEEK_V3_1:
+    case ChatFormat::kDeepseekV3_1:
       return chat::render_v3_1(in, bos_);
-    case ChatFormat::DEEPSEEK_V3_2:
-      return chat::render_dsml(in, bos_, chat::DsmlVersion::V3_2);
-    case ChatFormat::DEEPSEEK_V4:
-      return chat::render_dsml(in, bos_, chat::DsmlVersion::V4);
-    case ChatFormat::DEEPSEEK_V4_FLASH:
-      return chat::render_dsml(in, bos_, chat::DsmlVersion::V4_FLASH);
-    case ChatFormat::DEEPSEEK3:
+    case ChatFormat::kDeepseekV3_2:
+      return chat::render_dsml(in, bos_, chat::DsmlVersion::kV3_2);
+    case ChatFormat::kDeepseekV4:
+      return chat::render_dsml(in, bos_, chat::DsmlVersion::kV4);
+    case ChatFormat::kDeepseekV4Flash:
+      return chat::render_dsml(in, bos_, chat::DsmlVersion::kV4Flash);
+    case ChatFormat::kDeepseek3:
       return chat::render_r1_family(in, bos_, chat::kV3Style);
-    case ChatFormat::DEEPSEEK_R1:
+    case ChatFormat::kDeepseekR1:
       return chat::render_r1_family(in, bos_, chat::kR1Style);
-    case ChatFormat::DEEPSEEK2:
+    case ChatFormat::kDeepseek2:
       return render_deepseek2(messages, bos_, eos_, add_generation_prompt);
-    case ChatFormat::DEEPSEEK_CODER:
+    case ChatFormat::kDeepseekCoder:
       return render_deepseek_coder(messages, bos_, add_generation_prompt);
-    case ChatFormat::CHATML:
+    case ChatFormat::kChatml:
       return render_chatml(messages, default_system_, add_generation_prompt);
   }
   return Status::error("unknown chat format");
@@ -332,7 +332,7 @@ Result<std::string> ChatTemplate::render(const ChatInput& in) const {
 // ---- ReasoningSplitter ----
 
 ReasoningSplitter::ReasoningSplitter(bool starts_in_reasoning)
-    : state_(starts_in_reasoning ? State::REASONING : State::START) {}
+    : state_(starts_in_reasoning ? State::kReasoning : State::kStart) {}
 
 // Length of the longest suffix of `s` that is a proper prefix of `tag` (may still become it).
 static size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
@@ -349,24 +349,24 @@ static bool is_space(char c) {
 void ReasoningSplitter::step(Delta& out, bool final) {
   for (;;) {
     switch (state_) {
-      case State::START: {
+      case State::kStart: {
         const size_t ws = std::find_if_not(held_.begin(), held_.end(), is_space) - held_.begin();
         const std::string_view rest = std::string_view(held_).substr(ws);
         if (rest.starts_with(kThinkOpen)) {
           held_.erase(0, ws + kThinkOpen.size());
-          state_ = State::REASONING;
+          state_ = State::kReasoning;
           continue;
         }
         if (!final && kThinkOpen.starts_with(rest)) return;  // may still become "<think>"
-        state_ = State::CONTENT;
+        state_ = State::kContent;
         continue;
       }
-      case State::REASONING: {
+      case State::kReasoning: {
         const size_t at = held_.find(kThinkClose);
         if (at != std::string::npos) {
           out.reasoning += held_.substr(0, at);
           held_.erase(0, at + kThinkClose.size());
-          state_ = State::AFTER_THINK;
+          state_ = State::kAfterThink;
           continue;
         }
         const size_t keep = final ? 0 : partial_tag_suffix(held_, kThinkClose);
@@ -374,14 +374,14 @@ void ReasoningSplitter::step(Delta& out, bool final) {
         held_.erase(0, held_.size() - keep);
         return;
       }
-      case State::AFTER_THINK: {
+      case State::kAfterThink: {
         const size_t ws = std::find_if_not(held_.begin(), held_.end(), is_space) - held_.begin();
         held_.erase(0, ws);
         if (held_.empty()) return;
-        state_ = State::CONTENT;
+        state_ = State::kContent;
         continue;
       }
-      case State::CONTENT:
+      case State::kContent:
         out.content += held_;
         held_.clear();
         return;

@@ -25,18 +25,18 @@ class GgufFile;
 class Tokenizer;
 
 enum class ChatFormat {
-  DEEPSEEK3,       // "deepseek3": V3 (and V2.5 files with the same markers)
-  DEEPSEEK_R1,     // "deepseek-r1": R1, R1-Distill-Qwen/Llama (<think>\n after the marker)
-  DEEPSEEK2,       // "deepseek2" (alias "deepseek-llm"): V2/V2.5 chat, deepseek-llm chat
-  DEEPSEEK_CODER,  // "deepseek-coder": deepseek-coder instruct
-  CHATML,          // "chatml": Qwen2-style <|im_start|>role\n...<|im_end|>
+  kDeepseek3,       // "deepseek3": V3 (and V2.5 files with the same markers)
+  kDeepseekR1,     // "deepseek-r1": R1, R1-Distill-Qwen/Llama (<think>\n after the marker)
+  kDeepseek2,       // "deepseek2" (alias "deepseek-llm"): V2/V2.5 chat, deepseek-llm chat
+  kDeepseekCoder,  // "deepseek-coder": deepseek-coder instruct
+  kChatml,          // "chatml": Qwen2-style <|im_start|>role\n...<|im_end|>
   // The published templates, rendered exactly (chat_deepseek_formats.cpp):
-  DEEPSEEK_R1_DISTILL_LLAMA,  // "deepseek-r1-distill-llama"
-  DEEPSEEK_R1_DISTILL_QWEN,   // "deepseek-r1-distill-qwen"
-  DEEPSEEK_V3_1,              // "deepseek-v3.1": thinking switch, NAME<｜tool▁sep｜>{json} calls
-  DEEPSEEK_V3_2,              // "deepseek-v3.2": DSML function_calls
-  DEEPSEEK_V4,                // "deepseek-v4": DSML tool_calls, reasoning effort, response format
-  DEEPSEEK_V4_FLASH,          // "deepseek-v4-flash": V4-Flash-0731 (two reasoning-effort levels)
+  kDeepseekR1DistillLlama,  // "deepseek-r1-distill-llama"
+  kDeepseekR1DistillQwen,   // "deepseek-r1-distill-qwen"
+  kDeepseekV3_1,              // "deepseek-v3.1": thinking switch, NAME<｜tool▁sep｜>{json} calls
+  kDeepseekV3_2,              // "deepseek-v3.2": DSML function_calls
+  kDeepseekV4,                // "deepseek-v4": DSML tool_calls, reasoning effort, response format
+  kDeepseekV4Flash,          // "deepseek-v4-flash": V4-Flash-0731 (two reasoning-effort levels)
 };
 
 class ChatTemplate {
@@ -77,7 +77,7 @@ class ChatTemplate {
   // R1 family and later: outputs carry <think>...</think> reasoning.
   bool has_reasoning() const;
   // The legacy R1 format always opens <think> in the generation prompt.
-  bool prompt_opens_reasoning() const { return format_ == ChatFormat::DEEPSEEK_R1; }
+  bool prompt_opens_reasoning() const { return format_ == ChatFormat::kDeepseekR1; }
   // Whether a rendered prompt ends inside an opened reasoning section ("<think>" or
   // "<think>\n" last), so the output starts with reasoning.
   static bool opens_reasoning(std::string_view prompt);
@@ -114,7 +114,7 @@ class ReasoningSplitter {
   static Delta split(std::string_view text, bool starts_in_reasoning);
 
  private:
-  enum class State { START, REASONING, AFTER_THINK, CONTENT };
+  enum class State { kStart, kReasoning, kAfterThink, kContent };
   void step(Delta& out, bool final);
   State state_;
   std::string held_;

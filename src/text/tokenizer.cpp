@@ -82,11 +82,11 @@ constexpr size_t kMaxCachedWordBytes = 256;
 std::string compute_token_bytes(const std::string& text, TokenType type) {
   std::string out;
   switch (type) {
-    case TokenType::CONTROL:
-    case TokenType::USER_DEFINED:
-    case TokenType::UNKNOWN:
+    case TokenType::kControl:
+    case TokenType::kUserDefined:
+    case TokenType::kUnknown:
       return text;
-    case TokenType::BYTE:
+    case TokenType::kByte:
       if (text.size() == 6 && text.starts_with("<0x") && text.back() == '>') {
         return std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
       }
@@ -176,7 +176,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std:
   const size_t n = v.tokens.size();
   if (n == 0) return Status::error("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) return Status::error("tokenizer.ggml.tokens is too long");
-  if (v.types.empty()) v.types.assign(n, TokenType::NORMAL);
+  if (v.types.empty()) v.types.assign(n, TokenType::kNormal);
   if (v.types.size() != n) {
     return Status::error("tokenizer.ggml.token_type has " + std::to_string(v.types.size()) +
                          " entries but tokenizer.ggml.tokens has " + std::to_string(n));
@@ -205,12 +205,12 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std:
   for (size_t i = 0; i < n; ++i) {
     const TokenType t = vv.types[i];
     const auto id = static_cast<int32_t>(i);
-    mergeable[i] = t != TokenType::CONTROL && t != TokenType::USER_DEFINED;
+    mergeable[i] = t != TokenType::kControl && t != TokenType::kUserDefined;
     impl->bytes[i] = compute_token_bytes(vv.tokens[i], t);
-    if ((t == TokenType::CONTROL || t == TokenType::USER_DEFINED) && !vv.tokens[i].empty()) {
+    if ((t == TokenType::kControl || t == TokenType::kUserDefined) && !vv.tokens[i].empty()) {
       impl->literals.add(vv.tokens[i], id);
     }
-    if (t == TokenType::CONTROL || t == TokenType::USER_DEFINED) {  // deepseek-coder's <|EOT|> is user-defined
+    if (t == TokenType::kControl || t == TokenType::kUserDefined) {  // deepseek-coder's <|EOT|> is user-defined
       for (std::string_view e : kEogTexts) impl->eog[i] = impl->eog[i] || vv.tokens[i] == e;
     }
   }
@@ -229,7 +229,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerVocab v, const std:
 static Result<const std::vector<std::string>*> string_array(const GgufFile& f, const char* key) {
   const GgufValue* val = f.find(key);
   if (!val) return Status::error(f.path() + ": missing metadata key " + key);
-  if (!val->is_array() || val->elem_type != GgufValueType::STRING) {
+  if (!val->is_array() || val->elem_type != GgufValueType::kString) {
     return Status::error(f.path() + ": metadata key " + key + " must be an array of strings");
   }
   return &val->arr_str;
@@ -252,7 +252,7 @@ static Status read_vocab(const GgufFile& f, TokenizerVocab& v) {
     }
     v.types.clear();
     for (int64_t t : tt->arr_int) {
-      v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::UNDEFINED);
+      v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kUndefined);
     }
   }
   auto pre = f.get_string_or("tokenizer.ggml.pre", "");
@@ -302,7 +302,7 @@ Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_b
   ids.reserve(text.size() / 3 + 2);
   if (add_bos && m.v.add_bos && m.v.bos >= 0) ids.push_back(m.v.bos);
   auto allowed = [&](int32_t id) {
-    return parse_special || m.v.types[static_cast<size_t>(id)] == TokenType::USER_DEFINED;
+    return parse_special || m.v.types[static_cast<size_t>(id)] == TokenType::kUserDefined;
   };
   size_t frag_start = 0, pos = 0;
   while (pos < text.size()) {
@@ -376,10 +376,10 @@ size_t Tokenizer::max_bytes_per_token() const {
 }
 
 TokenType Tokenizer::type(int32_t id) const {
-  return id >= 0 && id < n_vocab() ? impl_->v.types[static_cast<size_t>(id)] : TokenType::UNDEFINED;
+  return id >= 0 && id < n_vocab() ? impl_->v.types[static_cast<size_t>(id)] : TokenType::kUndefined;
 }
 bool Tokenizer::is_special(int32_t id) const {
-  return type(id) == TokenType::CONTROL;
+  return type(id) == TokenType::kControl;
 }
 bool Tokenizer::is_eog(int32_t id) const {
   return id >= 0 && id < n_vocab() && impl_->eog[static_cast<size_t>(id)];

@@ -94,15 +94,15 @@ const ToolCallSyntax kV4{"<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", "<
 
 const ToolCallSyntax* syntax_for(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::R1:
+    case ToolCallFormat::kR1:
       return &kR1;
-    case ToolCallFormat::V3_1:
+    case ToolCallFormat::kV3_1:
       return &kV31;
-    case ToolCallFormat::V3_2:
+    case ToolCallFormat::kV3_2:
       return &kV32;
-    case ToolCallFormat::V4:
+    case ToolCallFormat::kV4:
       return &kV4;
-    case ToolCallFormat::NONE:
+    case ToolCallFormat::kNone:
       break;
   }
   return nullptr;
@@ -112,15 +112,15 @@ const ToolCallSyntax* syntax_for(ToolCallFormat f) {
 
 const char* tool_call_format_name(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::R1:
+    case ToolCallFormat::kR1:
       return "deepseek-r1";
-    case ToolCallFormat::V3_1:
+    case ToolCallFormat::kV3_1:
       return "deepseek-v3.1";
-    case ToolCallFormat::V3_2:
+    case ToolCallFormat::kV3_2:
       return "deepseek-v3.2";
-    case ToolCallFormat::V4:
+    case ToolCallFormat::kV4:
       return "deepseek-v4";
-    case ToolCallFormat::NONE:
+    case ToolCallFormat::kNone:
       break;
   }
   return "none";
@@ -129,17 +129,17 @@ const char* tool_call_format_name(ToolCallFormat f) {
 std::string tool_call_opener(ToolCallFormat f, std::string_view name) {
   const std::string n(name);
   switch (f) {
-    case ToolCallFormat::R1:
+    case ToolCallFormat::kR1:
       return std::string(kCallsBegin) + std::string(kCallBegin) + "function" + std::string(kSep) +
              (n.empty() ? "" : n + "\n```json\n");
-    case ToolCallFormat::V3_1:
+    case ToolCallFormat::kV3_1:
       return std::string(kCallsBegin) + std::string(kCallBegin) + (n.empty() ? "" : n + std::string(kSep));
-    case ToolCallFormat::V3_2:
-    case ToolCallFormat::V4: {
+    case ToolCallFormat::kV3_2:
+    case ToolCallFormat::kV4: {
       const ToolCallSyntax* s = syntax_for(f);
       return "\n\n" + std::string(s->block_open) + "\n" + std::string(s->call_open) + (n.empty() ? "" : n + "\">\n");
     }
-    case ToolCallFormat::NONE:
+    case ToolCallFormat::kNone:
       break;
   }
   return "";
@@ -150,7 +150,7 @@ ToolCallParser::ToolCallParser(ToolCallFormat format, int max_calls)
 
 void ToolCallParser::fail(std::string why) {
   if (error_.empty()) error_ = std::move(why);
-  state_ = State::DONE;
+  state_ = State::kDone;
 }
 
 void ToolCallParser::emit_content(std::vector<ToolCallEvent>& out, std::string_view text, bool final) {
@@ -159,18 +159,18 @@ void ToolCallParser::emit_content(std::vector<ToolCallEvent>& out, std::string_v
   while (end > 0 && is_ws(s[end - 1])) --end;
   ws_held_ = final ? "" : s.substr(end);
   s.resize(end);
-  if (!s.empty()) out.push_back({ToolCallEvent::Kind::CONTENT, 0, std::move(s)});
+  if (!s.empty()) out.push_back({ToolCallEvent::Kind::kContent, 0, std::move(s)});
 }
 
 void ToolCallParser::emit_args(std::vector<ToolCallEvent>& out, std::string text) {
   if (text.empty()) return;
   calls_.back().arguments += text;
-  out.push_back({ToolCallEvent::Kind::ARGUMENTS, static_cast<int>(calls_.size()) - 1, std::move(text)});
+  out.push_back({ToolCallEvent::Kind::kArguments, static_cast<int>(calls_.size()) - 1, std::move(text)});
 }
 
 void ToolCallParser::begin_call(std::vector<ToolCallEvent>& out, std::string name) {
   calls_.push_back({name, ""});
-  out.push_back({ToolCallEvent::Kind::CALL_BEGIN, static_cast<int>(calls_.size()) - 1, std::move(name)});
+  out.push_back({ToolCallEvent::Kind::kCallBegin, static_cast<int>(calls_.size()) - 1, std::move(name)});
 }
 
 void ToolCallParser::end_call() {
@@ -180,7 +180,7 @@ void ToolCallParser::end_call() {
     fail("the arguments of the call to '" + c.name + "' are not a JSON object: " + c.arguments);
     return;
   }
-  state_ = static_cast<int>(calls_.size()) >= max_calls_ ? State::DONE : State::BETWEEN_CALLS;
+  state_ = static_cast<int>(calls_.size()) >= max_calls_ ? State::kDone : State::kBetweenCalls;
 }
 
 bool ToolCallParser::step_text(std::vector<ToolCallEvent>& out) {
@@ -190,7 +190,7 @@ bool ToolCallParser::step_text(std::vector<ToolCallEvent>& out) {
     emit_content(out, std::string_view(buf_).substr(0, at), false);
     ws_held_.clear();
     buf_.erase(0, at + s.block_open.size());
-    state_ = State::BETWEEN_CALLS;
+    state_ = State::kBetweenCalls;
     return true;
   }
   const size_t keep = partial_suffix(buf_, s.block_open);
@@ -204,12 +204,12 @@ bool ToolCallParser::step_between_calls(std::vector<ToolCallEvent>& out) {
   skip_ws(buf_);
   if (buf_.starts_with(s.call_open)) {
     buf_.erase(0, s.call_open.size());
-    state_ = State::CALL_HEAD;
+    state_ = State::kCallHead;
     return true;
   }
   if (buf_.starts_with(s.block_close)) {
     buf_.erase(0, s.block_close.size());
-    state_ = State::TEXT;
+    state_ = State::kText;
     return true;
   }
   if (s.call_open.starts_with(buf_) || s.block_close.starts_with(buf_)) return false;
@@ -226,7 +226,7 @@ bool ToolCallParser::step_call_head(std::vector<ToolCallEvent>& out) {
     buf_.erase(0, at + 2);
     begin_call(out, std::move(name));
     first_param_ = true;
-    state_ = State::PARAMS;
+    state_ = State::kParams;
     return true;
   }
   const size_t sep = buf_.find(kSep);
@@ -244,7 +244,7 @@ bool ToolCallParser::step_call_head(std::vector<ToolCallEvent>& out) {
   }
   buf_.erase(0, args_start);
   begin_call(out, std::move(name));
-  state_ = State::ARGS_RAW;
+  state_ = State::kArgsRaw;
   return true;
 }
 
@@ -266,7 +266,7 @@ bool ToolCallParser::step_args_raw(std::vector<ToolCallEvent>& out) {
   }
   buf_.erase(0, at + term.size());
   if (s.typed_head) {
-    state_ = State::ARGS_AFTER;
+    state_ = State::kArgsAfter;
   } else {
     end_call();
   }
@@ -299,7 +299,7 @@ bool ToolCallParser::step_params(std::vector<ToolCallEvent>& out) {
     emit_args(out,
               std::string(first_param_ ? "{" : ", ") + "\"" + json_escape(key) + "\": " + (param_string_ ? "\"" : ""));
     first_param_ = false;
-    state_ = State::PARAM_VALUE;
+    state_ = State::kParamValue;
     return true;
   }
   if (buf_.starts_with(kInvokeClose)) {
@@ -324,27 +324,27 @@ bool ToolCallParser::step_param_value(std::vector<ToolCallEvent>& out) {
   }
   buf_.erase(0, at + kParamClose.size());
   if (param_string_) emit_args(out, "\"");
-  state_ = State::PARAMS;
+  state_ = State::kParams;
   return true;
 }
 
 bool ToolCallParser::step(std::vector<ToolCallEvent>& out) {
   switch (state_) {
-    case State::TEXT:
+    case State::kText:
       return step_text(out);
-    case State::BETWEEN_CALLS:
+    case State::kBetweenCalls:
       return step_between_calls(out);
-    case State::CALL_HEAD:
+    case State::kCallHead:
       return step_call_head(out);
-    case State::ARGS_RAW:
+    case State::kArgsRaw:
       return step_args_raw(out);
-    case State::ARGS_AFTER:
+    case State::kArgsAfter:
       return step_args_after(out);
-    case State::PARAMS:
+    case State::kParams:
       return step_params(out);
-    case State::PARAM_VALUE:
+    case State::kParamValue:
       return step_param_value(out);
-    case State::DONE:
+    case State::kDone:
       buf_.clear();
       return false;
   }
@@ -354,7 +354,7 @@ bool ToolCallParser::step(std::vector<ToolCallEvent>& out) {
 std::vector<ToolCallEvent> ToolCallParser::push(std::string_view text) {
   std::vector<ToolCallEvent> out;
   if (!syntax_) {
-    if (!text.empty()) out.push_back({ToolCallEvent::Kind::CONTENT, 0, std::string(text)});
+    if (!text.empty()) out.push_back({ToolCallEvent::Kind::kContent, 0, std::string(text)});
     return out;
   }
   buf_ += text;
@@ -369,15 +369,15 @@ std::vector<ToolCallEvent> ToolCallParser::flush() {
   while (step(out)) {
   }
   switch (state_) {
-    case State::TEXT:
+    case State::kText:
       emit_content(out, buf_, true);
       buf_.clear();
       break;
-    case State::BETWEEN_CALLS:  // the block's closing marker may be missing at EOS
+    case State::kBetweenCalls:  // the block's closing marker may be missing at EOS
       skip_ws(buf_);
       if (!syntax_->block_close.starts_with(buf_)) fail("unexpected text after the tool calls: " + buf_);
       break;
-    case State::DONE:
+    case State::kDone:
       break;
     default:
       fail(calls_.empty() ? "the output ended inside a tool-call block"
@@ -392,7 +392,7 @@ ToolCallParser::Whole ToolCallParser::parse(std::string_view text, ToolCallForma
   std::vector<ToolCallEvent> events = p.push(text);
   for (ToolCallEvent& e : p.flush()) events.push_back(std::move(e));
   for (const ToolCallEvent& e : events) {
-    if (e.kind == ToolCallEvent::Kind::CONTENT) w.content += e.text;
+    if (e.kind == ToolCallEvent::Kind::kContent) w.content += e.text;
   }
   w.calls = p.calls();
   w.error = p.error();

@@ -19,7 +19,7 @@
 
 namespace ds {
 
-enum class ToolCallFormat { NONE, R1, V3_1, V3_2, V4 };
+enum class ToolCallFormat { kNone, kR1, kV3_1, kV3_2, kV4 };
 
 const char* tool_call_format_name(ToolCallFormat f);
 
@@ -35,7 +35,7 @@ struct ToolCallConstraint {
     std::string name;
     nlohmann::ordered_json parameters;  // JSON Schema object
   };
-  ToolCallFormat format = ToolCallFormat::NONE;
+  ToolCallFormat format = ToolCallFormat::kNone;
   std::string prefix;
   std::vector<Tool> tools;
   bool parallel = true;
@@ -43,9 +43,9 @@ struct ToolCallConstraint {
 
 struct ToolCallEvent {
   enum class Kind {
-    CONTENT,     // text outside the call block
-    CALL_BEGIN,  // a call opens: index, name
-    ARGUMENTS,   // a fragment of the call's arguments (JSON text)
+    kContent,     // text outside the call block
+    kCallBegin,  // a call opens: index, name
+    kArguments,   // a fragment of the call's arguments (JSON text)
   };
   Kind kind;
   int index = 0;
@@ -79,7 +79,7 @@ class ToolCallParser {
   static Whole parse(std::string_view text, ToolCallFormat format);
 
  private:
-  enum class State { TEXT, BETWEEN_CALLS, CALL_HEAD, ARGS_RAW, ARGS_AFTER, PARAMS, PARAM_VALUE, DONE };
+  enum class State { kText, kBetweenCalls, kCallHead, kArgsRaw, kArgsAfter, kParams, kParamValue, kDone };
   // One step of the state machine; false: it needs more text. One function per state.
   bool step(std::vector<ToolCallEvent>& out);
   bool step_text(std::vector<ToolCallEvent>& out);
@@ -98,7 +98,7 @@ class ToolCallParser {
   ToolCallFormat format_;
   const ToolCallSyntax* syntax_;
   int max_calls_;
-  State state_ = State::TEXT;
+  State state_ = State::kText;
   std::string buf_;      // text not consumed yet
   std::string ws_held_;  // trailing whitespace of content (dropped before a call block)
   bool param_string_ = false;

@@ -46,6 +46,7 @@ struct BenchArgs {
   bool repack = true;
   std::string kv_type = "f16";
   std::string json_schema;  // --json-schema: the constrained-decoding test
+  bool help = false;
 };
 
 struct Stats {
@@ -127,7 +128,7 @@ void usage() {
       "               and with the schema's grammar; speeds and the token-mask cost per token\n");
 }
 
-int parse(const std::vector<std::string>& a, BenchArgs* b) {
+Status parse(const std::vector<std::string>& a, BenchArgs* b) {
   for (size_t i = 0; i < a.size(); ++i) {
     auto val = [&](int* out) {
       if (i + 1 >= a.size()) return false;
@@ -139,7 +140,10 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     };
     const std::string& s = a[i];
     bool ok = true;
-    if (s == "--help" || s == "-h") { usage(); return 0; }
+    if (s == "--help" || s == "-h") {
+      b->help = true;
+      return Status::ok();
+    }
     else if (s == "--model" || s == "-m") { ok = i + 1 < a.size(); if (ok) b->model = a[++i]; }
     else if (s == "-p") ok = val(&b->n_prompt);
     else if (s == "-n") ok = val(&b->n_gen);
@@ -155,15 +159,14 @@ int parse(const std::vector<std::string>& a, BenchArgs* b) {
     else if (s == "--no-limits") b->limits = false;
     else if (s == "--no-repack") b->repack = false;
     else if (s == "--json-schema") { ok = i + 1 < a.size(); if (ok) b->json_schema = a[++i]; }
-    else { std::fprintf(stderr, "bench: unknown option %s\n", s.c_str()); return 2; }
-    if (!ok) { std::fprintf(stderr, "bench: bad or missing value for %s\n", s.c_str()); return 2; }
+    else return Status::invalid_argument("unknown option " + s);
+    if (!ok) return Status::invalid_argument("bad or missing value for " + s);
   }
-  if (b->model.empty()) { usage(); return 2; }
+  if (b->model.empty()) return Status::invalid_argument("needs --model");
   if (b->n_prompt < 1 || b->n_gen < 1 || b->repeats < 1) {
-    std::fprintf(stderr, "bench: -p, -n and --repeats must be at least 1\n");
-    return 2;
+    return Status::invalid_argument("-p, -n and --repeats must be at least 1");
   }
-  return -1;
+  return Status::ok();
 }
 
 std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
@@ -241,12 +244,16 @@ void print_profile(const char* what, const Engine& e, int n_steps = 1) {
   }
 }
 
-int cmd_bench(const std::vector<std::string>& args) {
+Status cmd_bench(const std::vector<std::string>& args) {
   BenchArgs b;
-  if (int rc = parse(args, &b); rc >= 0) return rc;
+  DS_RETURN_IF_ERROR(parse(args, &b));
+  if (b.help) {
+    usage();
+    return Status::ok();
+  }
 
   auto file = GgufFile::open(b.model);
-  if (!file) { std::fprintf(stderr, "error: %s\n", file.message().c_str()); return 1; }
+  if (!file) return file.status();
   const ModelCost cost = model_cost(**file);
 
   const int n_par = std::max(1, b.batch) + 1;
@@ -259,7 +266,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   eo.kv_type = b.kv_type;
   eo.max_batch_tokens = std::max(b.chunk > 0 ? std::min(b.chunk, b.n_prompt) : b.n_prompt, std::max(1, b.batch));
   auto engine = Engine::create(eo);
-  if (!engine) { std::fprintf(stderr, "error: %s\n", engine.message().c_str()); return 1; }
+  if (!engine) return engine.status();
   Engine& e = **engine;
   const int n_vocab = e.info().n_vocab;
   std::vector<float> logits(static_cast<size_t>(std::max(1, b.batch)) * static_cast<size_t>(n_vocab));
@@ -268,7 +275,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     ConstrainedBench last;
     for (int r = 0; r < b.repeats; ++r) {
       auto cb = bench_constrained(e, b.json_schema, b.n_gen);
-      if (!cb) { std::fprintf(stderr, "error: %s\n", cb.message().c_str()); return 1; }
+      if (!cb) return cb.status();
       free.push_back(cb->free_tps);
       con.push_back(cb->constrained_tps);
       ratio.push_back(cb->constrained_tps / cb->free_tps);
@@ -281,7 +288,7 @@ int cmd_bench(const std::vector<std::string>& args) {
                 sc.max, 100 * sr.median, 100 * sr.min, 100 * sr.max);
     std::printf("  mask per token %.3f ms (%.0f%% from the cache; a trie walk %.3f ms); %d documents completed\n",
                 last.mask_ms, 100 * last.hit_rate, last.miss_mask_ms, last.n_outputs);
-    return 0;
+    return Status::ok();
   }
 
   // The cache rows a decode step reads, at the mean context of the timed steps.
@@ -290,10 +297,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   const auto prompt = random_tokens(b.n_prompt, n_vocab, 7);
   // Warm-up (not timed): faults in the mmapped weights and the scratch buffers (one step).
   const auto warm = std::span(prompt).first(static_cast<size_t>(std::min(b.n_prompt, eo.max_batch_tokens)));
-  if (auto w = run_prefill(e, warm, logits); !w) {
-    std::fprintf(stderr, "error: prefill: %s\n", w.message().c_str());
-    return 1;
-  }
+  if (auto w = run_prefill(e, warm, logits); !w) return Status::error("prefill: " + w.message());
   (void)run_decode(e, 1, std::min(b.n_gen, 4), n_vocab, logits);
 
   // The limits are read next to the runs they are compared with, because this kind of host
@@ -308,16 +312,10 @@ int cmd_bench(const std::vector<std::string>& args) {
   PeakOptions popts{.repeats = 3};
   if (b.limits) {
     auto created = ThreadPool::create({.n_threads = b.n_threads, .spin_us = 0});
-    if (!created) {
-      std::fprintf(stderr, "error: %s\n", created.message().c_str());
-      return 1;
-    }
+    if (!created) return created.status();
     pool = std::move(*created);
     auto p = BandwidthProbe::create(*pool);
-    if (!p) {
-      std::fprintf(stderr, "error: %s\n", p.message().c_str());
-      return 1;
-    }
+    if (!p) return p.status();
     probe.emplace(std::move(*p));
     // The limits of the kernels that ran: under DS_ISA=avx2 the AVX2 loops, not VNNI's.
     popts.allow_avx512 = kern().isa >= Isa::kAvx512;
@@ -335,7 +333,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   for (int r = 0; r < b.repeats; ++r) {
     const double g0 = int8_now();
     auto p = run_prefill(e, prompt, logits, b.chunk);
-    if (!p) { std::fprintf(stderr, "error: prefill: %s\n", p.message().c_str()); return 1; }
+    if (!p) return Status::error("prefill: " + p.message());
     const double g = 0.5 * (g0 + int8_now());
     pp.push_back(b.n_prompt / *p);
     if (g > 0) {
@@ -344,7 +342,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
     const double bw0 = bandwidth_now();
     auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens, b.fast_depth);
-    if (!t) { std::fprintf(stderr, "error: decode: %s\n", t.message().c_str()); return 1; }
+    if (!t) return Status::error("decode: " + t.message());
     const double bw = 0.5 * (bw0 + bandwidth_now());
     tg.push_back(b.n_gen / *t);
     if (bw > 0) {
@@ -353,7 +351,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
     if (b.batch > 0) {
       auto bt = run_decode(e, b.batch, b.n_gen, n_vocab, logits);
-      if (!bt) { std::fprintf(stderr, "error: batched decode: %s\n", bt.message().c_str()); return 1; }
+      if (!bt) return Status::error("batched decode: " + bt.message());
       btg.push_back(static_cast<double>(b.batch) * b.n_gen / *bt);
     }
   }
@@ -418,7 +416,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
     e.set_profiling(false);
   }
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace

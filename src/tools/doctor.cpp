@@ -321,7 +321,7 @@ void print_usage() {
       "  --bandwidth-mib M  bandwidth test buffer size (default: max(512 MiB, 8 x L3))\n");
 }
 
-int cmd_doctor(const std::vector<std::string>& args) {
+Status cmd_doctor(const std::vector<std::string>& args) {
   int n_threads = 0;
   bool measure = true;
   size_t bandwidth_bytes = 0;
@@ -330,19 +330,17 @@ int cmd_doctor(const std::vector<std::string>& args) {
     const bool has_value = i + 1 < args.size();
     if (a == "--help" || a == "-h") {
       print_usage();
-      return 0;
+      return Status::ok();
     } else if (a == "--no-measure") {
       measure = false;
     } else if ((a == "--threads" || a == "-t") && has_value) {
-      if (!parse_int_arg("doctor", a, args[++i], 0, kMaxCliThreads, &n_threads)) return 2;
+      DS_RETURN_IF_ERROR(parse_int_arg(a, args[++i], 0, kMaxCliThreads, &n_threads));
     } else if (a == "--bandwidth-mib" && has_value) {
       int64_t mib = 0;
-      if (!parse_int_arg("doctor", a, args[++i], 1, int64_t{1} << 20, &mib)) return 2;
+      DS_RETURN_IF_ERROR(parse_int_arg(a, args[++i], 1, int64_t{1} << 20, &mib));
       bandwidth_bytes = static_cast<size_t>(mib) << 20;
     } else {
-      std::fprintf(stderr, "ds-cli doctor: unknown or incomplete option '%s'\n", a.c_str());
-      print_usage();
-      return 2;
+      return Status::invalid_argument("unknown or incomplete option '" + a + "'");
     }
   }
   const CpuFeatures cpu = detect_features();
@@ -351,15 +349,10 @@ int cmd_doctor(const std::vector<std::string>& args) {
   print_isa(cpu);
   print_topology(topo, host);
   print_host(host);
-  if (measure) {
-    if (Status st = print_measurements(n_threads, bandwidth_bytes); !st) {
-      std::fprintf(stderr, "ds-cli doctor: %s\n", st.message().c_str());
-      return 1;
-    }
-  }
+  if (measure) DS_RETURN_IF_ERROR(print_measurements(n_threads, bandwidth_bytes));
   print_recommendations(topo, host, cpu);
   print_systemd(topo, host);
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace

@@ -40,15 +40,19 @@ void print_usage() {
 struct Args {
   std::string model, tokens_json, logits_out, perplexity, dump_dir, kv_type = "f32", isa;
   int chunk = 0, ctx = 512, threads = 0;
+  bool help = false;
 };
 
-bool parse(const std::vector<std::string>& args, Args* a, int* rc) {
+Status parse(const std::vector<std::string>& args, Args* a) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& k = args[i];
-    if (k == "--help" || k == "-h") { print_usage(); *rc = 0; return false; }
-    if (i + 1 >= args.size()) { std::fprintf(stderr, "eval: %s needs a value\n", k.c_str()); *rc = 2; return false; }
+    if (k == "--help" || k == "-h") {
+      a->help = true;
+      return Status::ok();
+    }
+    if (i + 1 >= args.size()) return Status::invalid_argument(k + " needs a value");
     const std::string& v = args[++i];
-    bool ok = true;
+    Status ok;
     if (k == "--model" || k == "-m") a->model = v;
     else if (k == "--tokens-json") a->tokens_json = v;
     else if (k == "--logits-out") a->logits_out = v;
@@ -56,19 +60,16 @@ bool parse(const std::vector<std::string>& args, Args* a, int* rc) {
     else if (k == "--dump-layers") a->dump_dir = v;
     else if (k == "--kv-type") a->kv_type = v;
     else if (k == "--isa") a->isa = v;
-    else if (k == "--chunk") ok = parse_int_arg("eval", k, v, 0, kMaxCliTokens, &a->chunk);
-    else if (k == "--ctx") ok = parse_int_arg("eval", k, v, 2, kMaxCliTokens, &a->ctx);
-    else if (k == "--threads" || k == "-t") ok = parse_int_arg("eval", k, v, 0, kMaxCliThreads, &a->threads);
-    else { std::fprintf(stderr, "eval: unknown option %s\n", k.c_str()); *rc = 2; return false; }
-    if (!ok) { *rc = 2; return false; }
+    else if (k == "--chunk") ok = parse_int_arg(k, v, 0, kMaxCliTokens, &a->chunk);
+    else if (k == "--ctx") ok = parse_int_arg(k, v, 2, kMaxCliTokens, &a->ctx);
+    else if (k == "--threads" || k == "-t") ok = parse_int_arg(k, v, 0, kMaxCliThreads, &a->threads);
+    else return Status::invalid_argument("unknown option " + k);
+    DS_RETURN_IF_ERROR(ok);
   }
   if (a->model.empty() || (a->perplexity.empty() && (a->tokens_json.empty() || a->logits_out.empty()))) {
-    print_usage();
-    *rc = 2;
-    return false;
+    return Status::invalid_argument("needs --model and either --perplexity or both --tokens-json and --logits-out");
   }
-  if (a->chunk < 0 || a->ctx < 2) { std::fprintf(stderr, "eval: --chunk must be >= 0 and --ctx >= 2\n"); *rc = 2; return false; }
-  return true;
+  return Status::ok();
 }
 
 Result<std::unique_ptr<Runner>> make_runner(const Args& a, int64_t n_tokens, int batch) {
@@ -128,50 +129,52 @@ Status run_tokens(Runner& r, const std::vector<int32_t>& tokens, int64_t step, f
   return Status::ok();
 }
 
-int eval_logits(const Args& a) {
+Result<std::vector<int32_t>> read_tokens_json(const std::string& path) {
+  auto text = read_regular_file(path);
+  if (!text) return text.status();
   std::vector<int32_t> tokens;
   try {
-    auto text = read_regular_file(a.tokens_json);
-    if (!text) { std::fprintf(stderr, "eval: %s\n", text.message().c_str()); return 1; }
     tokens = nlohmann::json::parse(*text).at("tokens").get<std::vector<int32_t>>();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "eval: %s: no \"tokens\" array of ids (%s)\n", a.tokens_json.c_str(), e.what());
-    return 1;
+    return Status::error(path + ": no \"tokens\" array of ids (" + e.what() + ")");
   }
-  if (tokens.empty()) { std::fprintf(stderr, "eval: %s holds no tokens\n", a.tokens_json.c_str()); return 1; }
+  if (tokens.empty()) return Status::error(path + " holds no tokens");
+  return tokens;
+}
+
+Status eval_logits(const Args& a) {
+  auto read = read_tokens_json(a.tokens_json);
+  if (!read) return read.status();
+  const std::vector<int32_t>& tokens = *read;
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t step = a.chunk > 0 ? std::min<int64_t>(a.chunk, n) : std::min<int64_t>(n, 4096);
   auto r = make_runner(a, n, static_cast<int>(step));
-  if (!r) { std::fprintf(stderr, "eval: %s\n", r.message().c_str()); return 1; }
+  if (!r) return r.status();
   const int64_t V = (*r)->model().hp().n_vocab;
   std::vector<float> logits(static_cast<size_t>(n * V));
   LayerDump dump;
   const TraceFn trace = dump.fn();
-  Status st = run_tokens(**r, tokens, step, logits.data(), a.dump_dir.empty() ? nullptr : &trace);
-  if (!st) { std::fprintf(stderr, "eval: %s\n", st.message().c_str()); return 1; }
+  DS_RETURN_IF_ERROR(run_tokens(**r, tokens, step, logits.data(), a.dump_dir.empty() ? nullptr : &trace));
   std::ofstream out(a.logits_out, std::ios::binary);
   out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
-  if (!out) { std::fprintf(stderr, "eval: cannot write %s\n", a.logits_out.c_str()); return 1; }
-  if (!a.dump_dir.empty()) {
-    st = dump.write(a.dump_dir);
-    if (!st) { std::fprintf(stderr, "eval: %s\n", st.message().c_str()); return 1; }
-  }
+  if (!out) return Status::error("cannot write " + a.logits_out);
+  if (!a.dump_dir.empty()) DS_RETURN_IF_ERROR(dump.write(a.dump_dir));
   std::fprintf(stderr, "eval: %lld tokens x %lld logits -> %s (kv %s, isa %s)\n", static_cast<long long>(n),
                static_cast<long long>(V), a.logits_out.c_str(), a.kv_type.c_str(), isa_name((*r)->kernels().isa));
-  return 0;
+  return Status::ok();
 }
 
-int eval_perplexity(const Args& a) {
+Status eval_perplexity(const Args& a) {
   auto read = read_regular_file(a.perplexity);
-  if (!read) { std::fprintf(stderr, "eval: %s\n", read.message().c_str()); return 1; }
+  if (!read) return read.status();
   const std::string& text = *read;
   auto r = make_runner(a, a.ctx, a.chunk > 0 ? std::min(a.chunk, a.ctx) : a.ctx);
-  if (!r) { std::fprintf(stderr, "eval: %s\n", r.message().c_str()); return 1; }
+  if (!r) return r.status();
   auto tok = Tokenizer::from_gguf((*r)->model().file());
-  if (!tok) { std::fprintf(stderr, "eval: %s\n", tok.message().c_str()); return 1; }
+  if (!tok) return tok.status();
   auto ids = (*tok)->encode(text, true);
-  if (!ids) { std::fprintf(stderr, "eval: %s: %s\n", a.perplexity.c_str(), ids.message().c_str()); return 1; }
-  if (ids->size() < 2) { std::fprintf(stderr, "eval: %s is too short to score\n", a.perplexity.c_str()); return 1; }
+  if (!ids) return Status::error(a.perplexity + ": " + ids.message());
+  if (ids->size() < 2) return Status::error(a.perplexity + " is too short to score");
   const int64_t V = (*r)->model().hp().n_vocab;
   const int64_t step = a.chunk > 0 ? std::min(a.chunk, a.ctx) : a.ctx;
   std::vector<float> logits(static_cast<size_t>(a.ctx) * static_cast<size_t>(V));
@@ -182,8 +185,7 @@ int eval_perplexity(const Args& a) {
     const size_t w1 = std::min(ids->size(), w0 + static_cast<size_t>(a.ctx));
     const std::vector<int32_t> win(ids->begin() + static_cast<std::ptrdiff_t>(w0), ids->begin() + static_cast<std::ptrdiff_t>(w1));
     if (win.size() < 2) break;
-    Status st = run_tokens(**r, win, step, logits.data(), nullptr);
-    if (!st) { std::fprintf(stderr, "eval: %s\n", st.message().c_str()); return 1; }
+    DS_RETURN_IF_ERROR(run_tokens(**r, win, step, logits.data(), nullptr));
     for (size_t i = 0; i + 1 < win.size(); ++i) {
       const float* l = logits.data() + i * static_cast<size_t>(V);
       double mx = l[0];
@@ -196,13 +198,16 @@ int eval_perplexity(const Args& a) {
   }
   std::printf("perplexity: %.4f over %lld tokens (%zu tokens, window %d)\n", std::exp(nll / static_cast<double>(scored)),
               static_cast<long long>(scored), ids->size(), a.ctx);
-  return 0;
+  return Status::ok();
 }
 
-int cmd_eval(const std::vector<std::string>& args) {
+Status cmd_eval(const std::vector<std::string>& args) {
   Args a;
-  int rc = 0;
-  if (!parse(args, &a, &rc)) return rc;
+  DS_RETURN_IF_ERROR(parse(args, &a));
+  if (a.help) {
+    print_usage();
+    return Status::ok();
+  }
   return a.perplexity.empty() ? eval_logits(a) : eval_perplexity(a);
 }
 

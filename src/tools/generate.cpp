@@ -59,35 +59,38 @@ struct GenArgs {
   int n_gen = 64, ctx = 0;
   float temp = 0.8f;
   uint64_t seed = 42;
+  bool help = false;
 };
 
-// 0: parsed; otherwise the exit code.
-int parse_args(const std::vector<std::string>& args, GenArgs* g) {
+Status parse_args(const std::vector<std::string>& args, GenArgs* g) {
   g->eo.kv_type = "f16";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& k = args[i];
-    if (k == "--help" || k == "-h") { print_usage(); return -1; }
-    if (i + 1 >= args.size()) { std::fprintf(stderr, "generate: %s needs a value\n", k.c_str()); return 2; }
+    if (k == "--help" || k == "-h") {
+      g->help = true;
+      return Status::ok();
+    }
+    if (i + 1 >= args.size()) return Status::invalid_argument(k + " needs a value");
     const std::string& v = args[++i];
-    bool ok = true;
+    Status ok;
     if (k == "--model" || k == "-m") g->eo.model_path = v;
     else if (k == "--prompt" || k == "-p") { g->prompt = v; g->have_prompt = true; }
-    else if (k == "-n" || k == "--n-predict") ok = parse_int_arg("generate", k, v, 0, kMaxCliTokens, &g->n_gen);
-    else if (k == "--temp") ok = parse_float_arg("generate", k, v, 0.0, 100.0, &g->temp);
+    else if (k == "-n" || k == "--n-predict") ok = parse_int_arg(k, v, 0, kMaxCliTokens, &g->n_gen);
+    else if (k == "--temp") ok = parse_float_arg(k, v, 0.0, 100.0, &g->temp);
     else if (k == "--seed") {
       int64_t seed = 0;
-      ok = parse_int_arg("generate", k, v, 0, INT64_MAX, &seed);
+      ok = parse_int_arg(k, v, 0, INT64_MAX, &seed);
       g->seed = static_cast<uint64_t>(seed);
     }
-    else if (k == "--threads" || k == "-t") ok = parse_int_arg("generate", k, v, 0, kMaxCliThreads, &g->eo.n_threads);
+    else if (k == "--threads" || k == "-t") ok = parse_int_arg(k, v, 0, kMaxCliThreads, &g->eo.n_threads);
     else if (k == "--kv-type") g->eo.kv_type = v;
-    else if (k == "--ctx") ok = parse_int_arg("generate", k, v, 0, kMaxCliTokens, &g->ctx);
+    else if (k == "--ctx") ok = parse_int_arg(k, v, 0, kMaxCliTokens, &g->ctx);
     else if (k == "--isa") g->eo.isa = v;
-    else { std::fprintf(stderr, "generate: unknown option %s\n", k.c_str()); return 2; }
-    if (!ok) return 2;
+    else return Status::invalid_argument("unknown option " + k);
+    DS_RETURN_IF_ERROR(ok);
   }
-  if (g->eo.model_path.empty() || !g->have_prompt || g->n_gen < 0) { print_usage(); return 2; }
-  return 0;
+  if (g->eo.model_path.empty() || !g->have_prompt) return Status::invalid_argument("needs --model and --prompt");
+  return Status::ok();
 }
 
 // Tokenizes before the engine exists (the file is only mapped) so that the KV cache can
@@ -119,16 +122,20 @@ Status step_one(Engine& e, std::span<const int32_t> toks, int32_t pos0, float* l
   return e.step(std::span<const SeqChunk>(&ch, 1), logits);
 }
 
-int cmd_generate(const std::vector<std::string>& args) {
+Status cmd_generate(const std::vector<std::string>& args) {
   GenArgs g;
-  if (int rc = parse_args(args, &g); rc != 0) return rc < 0 ? 0 : rc;
+  DS_RETURN_IF_ERROR(parse_args(args, &g));
+  if (g.help) {
+    print_usage();
+    return Status::ok();
+  }
   auto ids = tokenize_prompt(g);
-  if (!ids) { std::fprintf(stderr, "generate: %s\n", ids.message().c_str()); return 1; }
+  if (!ids) return ids.status();
   const int32_t n_prompt = static_cast<int32_t>(ids->size()), n_total = n_prompt + g.n_gen;
   g.eo.n_parallel = 1;
   g.eo.n_ctx = std::max(g.ctx, n_total);
   auto engine = Engine::create(g.eo);
-  if (!engine) { std::fprintf(stderr, "generate: %s\n", engine.message().c_str()); return 1; }
+  if (!engine) return engine.status();
   Engine& e = **engine;
   Status st = e.seq_reserve(0, n_total);
   std::vector<float> logits(static_cast<size_t>(e.info().n_vocab));
@@ -150,7 +157,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     if (++n_done < g.n_gen) st = step_one(e, std::span<const int32_t>(&next, 1), pos, logits.data());
   }
   std::fputs((dec.flush() + "\n").c_str(), stdout);
-  if (!st) { std::fprintf(stderr, "generate: %s\n", st.message().c_str()); return 1; }
+  DS_RETURN_IF_ERROR(st);
   const double pre_s = std::chrono::duration<double>(t1 - t0).count();
   const double dec_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::fprintf(stderr,
@@ -159,7 +166,7 @@ int cmd_generate(const std::vector<std::string>& args) {
                n_prompt, pre_s, n_prompt / std::max(pre_s, 1e-9), n_done, dec_s, n_done / std::max(dec_s, 1e-9),
                proc_status_kb("VmRSS") / 1024.0, proc_status_kb("VmHWM") / 1024.0,
                static_cast<double>(e.info().file_bytes) / (1 << 20));
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace

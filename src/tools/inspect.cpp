@@ -53,30 +53,30 @@ void print_tokenizer(const GgufFile& f) {
               str("tokenizer.ggml.model").c_str(), str("tokenizer.ggml.pre").c_str(), toks->array_size(),
               merges ? merges->array_size() : 0, num("tokenizer.ggml.bos_token_id"),
               num("tokenizer.ggml.eos_token_id"), num("tokenizer.ggml.padding_token_id"));
-  if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->type == GgufValueType::STRING) {
+  if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->type == GgufValueType::kString) {
     std::printf("chat template: %zu bytes: %s\n", t->str.size(), t->to_string().c_str());
   }
 }
 
-int cmd_inspect(const std::vector<std::string>& args) {
+Status cmd_inspect(const std::vector<std::string>& args) {
   std::string path;
   bool all_meta = false, tensors = true, check = false;
   for (const auto& a : args) {
-    if (a == "--help" || a == "-h") { print_usage(); return 0; }
+    if (a == "--help" || a == "-h") {
+      print_usage();
+      return Status::ok();
+    }
     if (a == "--metadata") all_meta = true;
     else if (a == "--no-tensors") tensors = false;
     else if (a == "--check") check = true;
-    else if (!a.empty() && a[0] == '-') { std::fprintf(stderr, "inspect: unknown option %s\n", a.c_str()); return 2; }
+    else if (!a.empty() && a[0] == '-') return Status::invalid_argument("unknown option " + a);
     else if (path.empty()) path = a;
-    else { std::fprintf(stderr, "inspect: more than one file given\n"); return 2; }
+    else return Status::invalid_argument("more than one file given");
   }
-  if (path.empty()) { print_usage(); return 2; }
+  if (path.empty()) return Status::invalid_argument("no FILE given");
 
   auto opened = GgufFile::open(path, {.check_data = check});
-  if (!opened) {
-    std::fprintf(stderr, "error: %s\n", opened.message().c_str());
-    return 1;
-  }
+  if (!opened) return opened.status();
   const GgufFile& f = **opened;
   const std::string arch = f.architecture();
   std::printf("file: %s\n", f.path().c_str());
@@ -124,7 +124,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     }
   }
   if (check) std::printf("check: every tensor's blocks are valid\n");
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace

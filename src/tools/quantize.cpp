@@ -16,6 +16,7 @@
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
 #include "kernels/quant/quantize.h"
+#include "tools/cli_args.h"
 #include "tools/command.h"
 #include "tools/quantize_mix.h"
 #include "tools/quantize_stream.h"
@@ -117,65 +118,45 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
   return Status::ok();
 }
 
-int cmd_quantize(const std::vector<std::string>& args) {
+Status cmd_quantize(const std::vector<std::string>& args) {
   std::vector<std::string> pos;
   std::vector<TypeOverride> overrides;
   int n_threads = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       print_usage(stdout);
-      return 0;
+      return Status::ok();
     }
     if (args[i] == "--threads" && i + 1 < args.size()) {
-      n_threads = std::atoi(args[++i].c_str());
-      if (n_threads <= 0 || n_threads > 1024) {
-        std::fprintf(stderr, "ds-cli quantize: --threads wants 1..1024, got '%s'\n", args[i].c_str());
-        return 2;
-      }
+      DS_RETURN_IF_ERROR(parse_int_arg(args[i], args[i + 1], 1, 1024, &n_threads));
+      ++i;
     } else if (args[i] == "--tensor-type" && i + 1 < args.size()) {
       TypeOverride o;
-      std::string error;
-      if (!parse_type_override(args[++i], &o, &error)) {
-        std::fprintf(stderr, "ds-cli quantize: %s\n", error.c_str());
-        return 2;
-      }
+      DS_RETURN_IF_ERROR(parse_type_override(args[++i], &o));
       overrides.push_back(std::move(o));
     } else if (starts_with(args[i], "--")) {
-      std::fprintf(stderr, "ds-cli quantize: unknown option '%s'\n", args[i].c_str());
-      print_usage(stderr);
-      return 2;
+      return Status::invalid_argument("unknown or incomplete option '" + args[i] + "'");
     } else {
       pos.push_back(args[i]);
     }
   }
-  if (pos.size() != 3) {
-    print_usage(stderr);
-    return 2;
-  }
+  if (pos.size() != 3) return Status::invalid_argument("wants IN OUT TYPE, got " + std::to_string(pos.size()) + " arguments");
   QuantMix mix;
   if (!parse_quant_mix(pos[2], &mix)) {
-    std::fprintf(stderr, "ds-cli quantize: unknown TYPE '%s' (one of %s)\n", pos[2].c_str(), quant_mix_names());
-    return 2;
+    return Status::invalid_argument("unknown TYPE '" + pos[2] + "' (one of " + quant_mix_names() + ")");
   }
   if (!quant_mix_quantizable(mix)) {
-    std::fprintf(stderr,
-                 "ds-cli quantize: %s is readable but not quantizable here (the grid i-quants need an "
-                 "importance-matrix lattice search); quantizable: Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0, "
-                 "IQ4_NL, IQ4_XS, MXFP4_MOE, F16, BF16, F32; `ds-cli synth --type %s` writes random valid blocks\n",
-                 quant_mix_name(mix), quant_mix_name(mix));
-    return 2;
+    return Status::invalid_argument(str_format(
+        "%s is readable but not quantizable here (the grid i-quants need an importance-matrix lattice search); "
+        "quantizable: Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0, IQ4_NL, IQ4_XS, MXFP4_MOE, F16, BF16, F32; "
+        "`ds-cli synth --type %s` writes random valid blocks",
+        quant_mix_name(mix), quant_mix_name(mix)));
   }
   std::error_code ec;
   if (std::filesystem::equivalent(pos[0], pos[1], ec)) {
-    std::fprintf(stderr, "ds-cli quantize: OUT must differ from IN (%s)\n", pos[1].c_str());
-    return 2;
+    return Status::invalid_argument("OUT must differ from IN (" + pos[1] + ")");
   }
-  const Status s = quantize_file(pos[0], pos[1], mix, overrides, n_threads);
-  if (!s.is_ok()) {
-    std::fprintf(stderr, "ds-cli quantize: %s\n", s.message().c_str());
-    return 1;
-  }
-  return 0;
+  return quantize_file(pos[0], pos[1], mix, overrides, n_threads);
 }
 
 }  // namespace

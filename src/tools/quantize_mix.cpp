@@ -97,19 +97,19 @@ bool quant_mix_quantizable(QuantMix m) {
   }
 }
 
-bool parse_type_override(std::string_view arg, TypeOverride* out, std::string* error) {
+Status parse_type_override(std::string_view arg, TypeOverride* out) {
   const size_t eq = arg.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == arg.size()) {
-    *error = "--tensor-type wants NAME=TYPE (e.g. ffn_down_exps=IQ2_XXS), got '" + std::string(arg) + "'";
-    return false;
+    return Status::invalid_argument("--tensor-type wants NAME=TYPE (e.g. ffn_down_exps=IQ2_XXS), got '" +
+                                    std::string(arg) + "'");
   }
   const std::string type(arg.substr(eq + 1));
   if (!ggml_type_from_name(type.c_str(), &out->type) || out->type == GgmlType::Q8_1 || out->type == GgmlType::Q8_K) {
-    *error = "--tensor-type: unknown tensor type '" + type + "' (one of " + ggml_supported_type_names() + ")";
-    return false;
+    return Status::invalid_argument("--tensor-type: unknown tensor type '" + type + "' (one of " +
+                                    ggml_supported_type_names() + ")");
   }
   out->pattern = std::string(arg.substr(0, eq));
-  return true;
+  return Status::ok();
 }
 
 namespace {

@@ -32,6 +32,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "ds/status.h"
 #include <string_view>
 #include <vector>
 
@@ -59,8 +61,8 @@ struct TypeOverride {
   std::string pattern;
   GgmlType type;
 };
-// Parses "ffn_down_exps=IQ2_XXS"; false (and *error set) when malformed or TYPE unknown.
-bool parse_type_override(std::string_view arg, TypeOverride* out, std::string* error);
+// Parses "ffn_down_exps=IQ2_XXS"; a usage error when malformed or TYPE unknown.
+Status parse_type_override(std::string_view arg, TypeOverride* out);
 
 struct MixModel {
   int64_t n_layer = 0;     // <arch>.block_count

@@ -288,18 +288,13 @@ Status synth_model(const SynthOptions& o) {
   return Status::ok();
 }
 
-// Parses the command line; returns 0 to go on, else the exit code (2 usage, 0 for --help).
-int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
-  auto want = [&](size_t i) {
-    if (i + 1 < args.size()) return true;
-    std::fprintf(stderr, "ds-cli synth: %s needs a value\n", args[i].c_str());
-    return false;
-  };
+// Parses the command line; a usage error when malformed. *help is set by --help.
+Status parse_args(const std::vector<std::string>& args, SynthOptions* o, bool* help) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
-      print_usage(stdout);
-      return -1;
+      *help = true;
+      return Status::ok();
     }
     if (a == "--dry-run") {
       o->dry_run = true;
@@ -307,10 +302,9 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
     }
     if (a != "--shape" && a != "--out" && a != "--type" && a != "--layers" && a != "--seed" && a != "--vocab" &&
         a != "--set" && a != "--threads" && a != "--tensor-type") {
-      std::fprintf(stderr, "ds-cli synth: unknown argument '%s'\n", a.c_str());
-      return 2;
+      return Status::invalid_argument("unknown argument '" + a + "'");
     }
-    if (!want(i)) return 2;
+    if (i + 1 >= args.size()) return Status::invalid_argument(a + " needs a value");
     const std::string& v = args[++i];
     char* end = nullptr;
     if (a == "--shape") o->shape = v;
@@ -319,45 +313,36 @@ int parse_args(const std::vector<std::string>& args, SynthOptions* o) {
     else if (a == "--set") o->sets.push_back(v);
     else if (a == "--tensor-type") {
       TypeOverride t;
-      std::string error;
-      if (!parse_type_override(v, &t, &error)) {
-        std::fprintf(stderr, "ds-cli synth: %s\n", error.c_str());
-        return 2;
-      }
+      DS_RETURN_IF_ERROR(parse_type_override(v, &t));
       o->overrides.push_back(std::move(t));
     }
     else if (a == "--type" && !parse_quant_mix(v, &o->mix)) {
-      std::fprintf(stderr, "ds-cli synth: unknown --type '%s' (one of %s)\n", v.c_str(), quant_mix_names());
-      return 2;
+      return Status::invalid_argument("unknown --type '" + v + "' (one of " + quant_mix_names() + ")");
     } else if (a == "--layers" || a == "--seed" || a == "--threads") {
       const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
       const unsigned long long hi = a == "--seed" ? ~0ull : a == "--layers" ? 4096 : 1024;
       if (v.empty() || *end || v[0] == '-' || n > hi || (a != "--seed" && n == 0)) {
-        std::fprintf(stderr, "ds-cli synth: bad %s value '%s'\n", a.c_str(), v.c_str());
-        return 2;
+        return Status::invalid_argument("bad " + a + " value '" + v + "'");
       }
       if (a == "--layers") o->n_layers = static_cast<int64_t>(n);
       else if (a == "--seed") o->seed = n;
       else o->n_threads = static_cast<int>(n);
     }
   }
-  if (o->shape.empty() || (o->out.empty() && !o->dry_run)) {
-    print_usage(stderr);
-    return 2;
-  }
-  return 0;
+  if (o->shape.empty()) return Status::invalid_argument("needs --shape");
+  if (o->out.empty() && !o->dry_run) return Status::invalid_argument("needs --out (or --dry-run)");
+  return Status::ok();
 }
 
-int cmd_synth(const std::vector<std::string>& args) {
+Status cmd_synth(const std::vector<std::string>& args) {
   SynthOptions o;
-  const int rc = parse_args(args, &o);
-  if (rc != 0) return rc < 0 ? 0 : rc;
-  const Status s = synth_model(o);
-  if (!s.is_ok()) {
-    std::fprintf(stderr, "ds-cli synth: %s\n", s.message().c_str());
-    return 1;
+  bool help = false;
+  DS_RETURN_IF_ERROR(parse_args(args, &o, &help));
+  if (help) {
+    print_usage(stdout);
+    return Status::ok();
   }
-  return 0;
+  return synth_model(o);
 }
 
 }  // namespace

@@ -226,7 +226,7 @@ void put_v4(const V4Shape& s, GgufWriter* w) {
 
 std::string arch_of(const GgufWriter& w) {
   const GgufValue* a = w.find("general.architecture");
-  return a && a->type == GgufValueType::STRING ? a->str : std::string();
+  return a && a->type == GgufValueType::kString ? a->str : std::string();
 }
 
 bool parse_i64(std::string_view s, int64_t* out) {
@@ -258,25 +258,25 @@ Result<GgufValue> parse_as(GgufValueType t, std::string_view key, std::string_vi
   double f = 0.0;
   const std::string what = "--set " + std::string(key) + "=" + std::string(text) + ": ";
   switch (t) {
-    case GgufValueType::STRING: v.str = std::string(text); return v;
-    case GgufValueType::BOOL:
+    case GgufValueType::kString: v.str = std::string(text); return v;
+    case GgufValueType::kBool:
       if (text != "true" && text != "false" && text != "1" && text != "0") return Status::error(what + "expected true or false");
       v.i = v.u = (text == "true" || text == "1") ? 1 : 0;
       return v;
-    case GgufValueType::FLOAT32:
-    case GgufValueType::FLOAT64:
+    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat64:
       if (!parse_f64(text, &f)) return Status::error(what + "expected a number");
       v.f = f;
       return v;
-    case GgufValueType::ARRAY: return Status::error(what + "arrays cannot be set from the command line");
+    case GgufValueType::kArray: return Status::error(what + "arrays cannot be set from the command line");
     default: break;
   }
   if (!parse_i64(text, &i)) return Status::error(what + "expected an integer");
-  const bool is_unsigned = t == GgufValueType::UINT8 || t == GgufValueType::UINT16 || t == GgufValueType::UINT32 ||
-                           t == GgufValueType::UINT64;
+  const bool is_unsigned = t == GgufValueType::kUint8 || t == GgufValueType::kUint16 || t == GgufValueType::kUint32 ||
+                           t == GgufValueType::kUint64;
   if (is_unsigned && i < 0) return Status::error(what + "expected a non-negative integer");
-  if ((t == GgufValueType::UINT32 && i > std::numeric_limits<uint32_t>::max()) ||
-      (t == GgufValueType::INT32 && (i > std::numeric_limits<int32_t>::max() || i < std::numeric_limits<int32_t>::min()))) {
+  if ((t == GgufValueType::kUint32 && i > std::numeric_limits<uint32_t>::max()) ||
+      (t == GgufValueType::kInt32 && (i > std::numeric_limits<int32_t>::max() || i < std::numeric_limits<int32_t>::min()))) {
     return Status::error(what + "out of range for a 32-bit value");
   }
   v.i = i;
@@ -311,7 +311,7 @@ Status synth_shape_metadata(std::string_view shape, GgufWriter* w, bool* rope_fr
 
 int64_t synth_int(const GgufWriter& w, std::string_view key, int64_t def) {
   const GgufValue* v = w.find(key);
-  if (!v || v->is_array() || v->type == GgufValueType::STRING || v->is_float()) return def;
+  if (!v || v->is_array() || v->type == GgufValueType::kString || v->is_float()) return def;
   return v->i != 0 ? v->i : static_cast<int64_t>(v->u);
 }
 
@@ -339,12 +339,12 @@ Status synth_apply_override(GgufWriter* w, std::string_view assignment) {
   } else {
     int64_t i = 0;
     double f = 0.0;
-    if (text == "true" || text == "false") t = GgufValueType::BOOL;
-    else if (parse_i64(text, &i)) t = i < 0 ? GgufValueType::INT32 : GgufValueType::UINT32;
-    else if (parse_f64(text, &f)) t = GgufValueType::FLOAT32;
-    else t = GgufValueType::STRING;
-    if (t == GgufValueType::UINT32 && i > std::numeric_limits<uint32_t>::max()) t = GgufValueType::UINT64;
-    if (t == GgufValueType::INT32 && i < std::numeric_limits<int32_t>::min()) t = GgufValueType::INT64;
+    if (text == "true" || text == "false") t = GgufValueType::kBool;
+    else if (parse_i64(text, &i)) t = i < 0 ? GgufValueType::kInt32 : GgufValueType::kUint32;
+    else if (parse_f64(text, &f)) t = GgufValueType::kFloat32;
+    else t = GgufValueType::kString;
+    if (t == GgufValueType::kUint32 && i > std::numeric_limits<uint32_t>::max()) t = GgufValueType::kUint64;
+    if (t == GgufValueType::kInt32 && i < std::numeric_limits<int32_t>::min()) t = GgufValueType::kInt64;
   }
   auto v = parse_as(t, key, text);
   if (!v) return v.status();

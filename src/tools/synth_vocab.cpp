@@ -35,7 +35,7 @@ Result<int64_t> copy_tokenizer(GgufWriter* w, const std::string& path) {
     if (!starts_with(key, "tokenizer.")) continue;
     w->set(key, value);
     if (key == "tokenizer.ggml.tokens") {
-      if (!value.is_array() || value.elem_type != GgufValueType::STRING) {
+      if (!value.is_array() || value.elem_type != GgufValueType::kString) {
         return Status::error(path + ": tokenizer.ggml.tokens is not an array of strings");
       }
       n_tokens = static_cast<int64_t>(value.arr_str.size());

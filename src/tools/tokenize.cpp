@@ -32,28 +32,10 @@ std::string escape_piece(const std::string& bytes) {
   size_t i = 0;
   while (i < bytes.size()) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\n') {
-      out += "\\n";
-      ++i;
-      continue;
-    }
-    if (c == '\t') {
-      out += "\\t";
-      ++i;
-      continue;
-    }
-    if (c == '\r') {
-      out += "\\r";
-      ++i;
-      continue;
-    }
-    if (c == '\\') {
-      out += "\\\\";
-      ++i;
-      continue;
-    }
-    if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
+    const char* escape = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\\' ? "\\\\" : nullptr;
+    if (escape || (c >= 0x20 && c < 0x7F)) {
+      if (escape) out += escape;
+      else out += static_cast<char>(c);
       ++i;
       continue;
     }
@@ -74,31 +56,27 @@ std::string escape_piece(const std::string& bytes) {
 
 struct Args {
   std::string model, text, file, pre;
-  bool ids_only = false, bos = true, special = true, have_text = false;
+  bool ids_only = false, bos = true, special = true, have_text = false, help = false;
 };
 
-// Returns 0 to go on, otherwise the exit code.
-int parse_args(const std::vector<std::string>& args, Args& a) {
+Status parse_args(const std::vector<std::string>& args, Args& a) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& s = args[i];
     auto value = [&](std::string& dst) {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "tokenize: %s needs a value\n", s.c_str());
-        return false;
-      }
+      if (i + 1 >= args.size()) return Status::invalid_argument(s + " needs a value");
       dst = args[++i];
-      return true;
+      return Status::ok();
     };
     if (s == "--help" || s == "-h") {
-      print_usage();
-      return -1;
+      a.help = true;
+      return Status::ok();
     }
     if (s == "--model" || s == "-m") {
-      if (!value(a.model)) return 2;
+      DS_RETURN_IF_ERROR(value(a.model));
     } else if (s == "--file" || s == "-f") {
-      if (!value(a.file)) return 2;
+      DS_RETURN_IF_ERROR(value(a.file));
     } else if (s == "--pre") {
-      if (!value(a.pre)) return 2;
+      DS_RETURN_IF_ERROR(value(a.pre));
     } else if (s == "--ids")
       a.ids_only = true;
     else if (s == "--no-bos")
@@ -111,61 +89,49 @@ int parse_args(const std::vector<std::string>& args, Args& a) {
         a.have_text = true;
       }
     } else if (s.size() > 1 && s[0] == '-') {
-      std::fprintf(stderr, "tokenize: unknown option %s\n", s.c_str());
-      return 2;
+      return Status::invalid_argument("unknown option " + s);
     } else if (!a.have_text) {
       a.text = s;
       a.have_text = true;
     } else {
-      std::fprintf(stderr, "tokenize: more than one TEXT given (quote it)\n");
-      return 2;
+      return Status::invalid_argument("more than one TEXT given (quote it)");
     }
   }
-  if (a.model.empty() || (a.have_text == !a.file.empty())) {
-    print_usage();
-    return 2;
-  }
-  return 0;
+  if (a.model.empty()) return Status::invalid_argument("needs --model");
+  if (a.have_text == !a.file.empty()) return Status::invalid_argument("needs either TEXT or --file, not both");
+  return Status::ok();
 }
 
-int cmd_tokenize(const std::vector<std::string>& argv) {
+Status cmd_tokenize(const std::vector<std::string>& argv) {
   Args a;
-  if (int rc = parse_args(argv, a)) return rc < 0 ? 0 : rc;
+  DS_RETURN_IF_ERROR(parse_args(argv, a));
+  if (a.help) {
+    print_usage();
+    return Status::ok();
+  }
   if (!a.file.empty()) {
     auto text = read_regular_file(a.file);  // a directory or FIFO is an error
-    if (!text) {
-      std::fprintf(stderr, "error: %s\n", text.message().c_str());
-      return 1;
-    }
+    if (!text) return text.status();
     a.text = std::move(*text);
   }
   auto file = GgufFile::open(a.model);
-  if (!file) {
-    std::fprintf(stderr, "error: %s\n", file.message().c_str());
-    return 1;
-  }
+  if (!file) return file.status();
   auto tok = Tokenizer::from_gguf(**file, TokenizerOptions{.force_pre = a.pre});
-  if (!tok) {
-    std::fprintf(stderr, "error: %s\n", tok.message().c_str());
-    return 1;
-  }
+  if (!tok) return tok.status();
   auto ids = (*tok)->encode(a.text, a.bos, a.special);
-  if (!ids) {
-    std::fprintf(stderr, "error: %s\n", ids.message().c_str());
-    return 1;
-  }
+  if (!ids) return ids.status();
   if (a.ids_only) {
     std::string line;
     for (size_t i = 0; i < ids->size(); ++i) line += (i ? " " : "") + std::to_string((*ids)[i]);
     std::printf("%s\n", line.c_str());
-    return 0;
+    return Status::ok();
   }
   for (int32_t id : *ids) {
     std::printf("%8d  '%s'%s\n", id, escape_piece((*tok)->token_bytes(id)).c_str(),
                 (*tok)->is_special(id) ? "  (control)" : "");
   }
   std::printf("%zu tokens (pre-tokenizer %s)\n", ids->size(), (*tok)->pre_name().c_str());
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace

@@ -294,10 +294,10 @@ struct AutoFormat {
 };
 const std::vector<AutoFormat>& auto_formats() {
   static const std::vector<AutoFormat> f = {
-      {ToolCallFormat::R1, "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"},
-      {ToolCallFormat::V3_1, "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"},
-      {ToolCallFormat::V3_2, "<｜DSML｜function_calls>", "\n<｜DSML｜invoke name=\""},
-      {ToolCallFormat::V4, "<｜DSML｜tool_calls>", "\n<｜DSML｜invoke name=\""},
+      {ToolCallFormat::kR1, "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"},
+      {ToolCallFormat::kV3_1, "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"},
+      {ToolCallFormat::kV3_2, "<｜DSML｜function_calls>", "\n<｜DSML｜invoke name=\""},
+      {ToolCallFormat::kV4, "<｜DSML｜tool_calls>", "\n<｜DSML｜invoke name=\""},
   };
   return f;
 }

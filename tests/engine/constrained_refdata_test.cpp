@@ -63,7 +63,7 @@ const ojson kToolParams = ojson::parse(R"({"type":"object","properties":{
 
 struct Output {
   std::string text;
-  StopReason reason = StopReason::none;
+  StopReason reason = StopReason::kNone;
 };
 
 class ConstrainedRefdata : public ::testing::Test {
@@ -109,7 +109,7 @@ class ConstrainedRefdata : public ::testing::Test {
       p.sampling.seed = seed;
       p.sampling.constraint = c;
       auto out = loop_->submit(std::move(p));
-      EXPECT_EQ(out.code, SubmitCode::ok);
+      EXPECT_EQ(out.code, SubmitCode::kOk);
       streams.push_back(out.stream);
     }
     std::vector<Output> runs(reqs.size());
@@ -152,13 +152,13 @@ TEST_F(ConstrainedRefdata, SchemasOnEveryModelValidateOrEndByLength) {
       const std::string& schema = schemas()[static_cast<size_t>(i) % cs.size()];
       const Output& r = runs[static_cast<size_t>(i)];
       ++n_total;
-      if (r.reason == StopReason::eos) {
+      if (r.reason == StopReason::kEos) {
         ++n_stop;
         const ojson v = ojson::parse(r.text, nullptr, false);
         ASSERT_FALSE(v.is_discarded()) << model << " " << schema << ": invalid JSON ended by EOS: " << r.text;
         EXPECT_EQ(validate(ojson::parse(schema), v), "") << model << " " << schema << ": " << r.text;
       } else {
-        EXPECT_EQ(r.reason, StopReason::limit) << model << " " << schema << ": " << r.text;
+        EXPECT_EQ(r.reason, StopReason::kLimit) << model << " " << schema << ": " << r.text;
       }
     }
   }
@@ -171,7 +171,7 @@ TEST_F(ConstrainedRefdata, ForcedToolCallsInEveryFormatValidate) {
   open("tiny-llama-Q4_K_M");
   ASSERT_TRUE(loop_);
   int n_calls = 0;
-  for (ToolCallFormat f : {ToolCallFormat::R1, ToolCallFormat::V3_1, ToolCallFormat::V3_2, ToolCallFormat::V4}) {
+  for (ToolCallFormat f : {ToolCallFormat::kR1, ToolCallFormat::kV3_1, ToolCallFormat::kV3_2, ToolCallFormat::kV4}) {
     for (bool named : {true, false}) {
       ToolCallConstraint c;
       c.format = f;
@@ -185,8 +185,8 @@ TEST_F(ConstrainedRefdata, ForcedToolCallsInEveryFormatValidate) {
       for (int i = 0; i < kToolCallsPerFormat; ++i) reqs.push_back({constraint, 7000 + static_cast<uint64_t>(i)});
       for (const Output& r : run(reqs, kMaxToolTokens)) {
         const std::string text = c.prefix + r.text;
-        if (r.reason != StopReason::eos) {
-          EXPECT_EQ(r.reason, StopReason::limit) << text;
+        if (r.reason != StopReason::kEos) {
+          EXPECT_EQ(r.reason, StopReason::kLimit) << text;
           continue;
         }
         ++n_calls;

@@ -38,6 +38,22 @@ std::unique_ptr<Engine> make_engine(EngineOptions o) {
   return e ? std::move(*e) : nullptr;
 }
 
+// One step of `toks` at pos0 for sequence seq; the logits of its last token.
+std::vector<float> step_logits(Engine& e, int32_t seq, std::span<const int32_t> toks, int32_t pos0) {
+  std::vector<float> logits(static_cast<size_t>(e.info().n_vocab));
+  const SeqChunk c{.seq_id = seq, .tokens = toks, .pos0 = pos0};
+  const Status st = e.step(std::span(&c, 1), logits.data());
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return logits;
+}
+
+// Sequence 1 computes tokens 0..31 (two full blocks of 16) and then decodes token 32: its logits.
+std::vector<float> owner_decode(Engine& e, const std::vector<int32_t>& tokens) {
+  EXPECT_TRUE(e.seq_reserve(1, 33).is_ok());
+  (void)step_logits(e, 1, std::span(tokens.data(), 32), 0);
+  return step_logits(e, 1, std::span(tokens.data() + 32, 1), 32);
+}
+
 TEST(EngineApi, InfoAndSizing) {
   auto e = make_engine(opts(64, 3, "f32"));
   ASSERT_TRUE(e);
@@ -97,22 +113,14 @@ TEST(EngineApi, AdoptSharesBlocks) {
   auto e = make_engine(opts(64, 2, "f32"));
   ASSERT_TRUE(e);
   const auto tokens = ref_tokens(kModel);
-  const int64_t V = e->info().n_vocab;
-  // Sequence 1: 32 tokens (two full blocks) then token 32 decoded.
-  ASSERT_TRUE(e->seq_reserve(1, 33).is_ok());
-  std::vector<float> a(static_cast<size_t>(V)), b(static_cast<size_t>(V));
-  SeqChunk c{.seq_id = 1, .tokens = std::span(tokens.data(), 32), .pos0 = 0};
-  ASSERT_TRUE(e->step(std::span(&c, 1), a.data()).is_ok());
-  c = {.seq_id = 1, .tokens = std::span(tokens.data() + 32, 1), .pos0 = 32};
-  ASSERT_TRUE(e->step(std::span(&c, 1), a.data()).is_ok());
+  const std::vector<float> a = owner_decode(*e, tokens);
   // Sequence 2 adopts the two full blocks and decodes the same token: same logits.
   const auto blocks = e->seq_blocks(1);
   const int free_before = e->kv_blocks_free();
   ASSERT_TRUE(e->seq_adopt(2, std::span(blocks.data(), 2)).is_ok());
   EXPECT_EQ(e->kv_blocks_free(), free_before);
   ASSERT_TRUE(e->seq_reserve(2, 33).is_ok());
-  c = {.seq_id = 2, .tokens = std::span(tokens.data() + 32, 1), .pos0 = 32};
-  ASSERT_TRUE(e->step(std::span(&c, 1), b.data()).is_ok());
+  const std::vector<float> b = step_logits(*e, 2, std::span(tokens.data() + 32, 1), 32);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
   EXPECT_FALSE(e->seq_adopt(2, std::span(blocks.data(), 1)).is_ok());  // already holds blocks
   e->seq_release(1);
@@ -135,18 +143,11 @@ TEST(EngineApi, SparseAttentionSizingAndAdoptedIndexerKeys) {
   EXPECT_EQ(e->info().arch, "deepseek32");
   EXPECT_EQ(e->kv_blocks_total(), 5);
   const auto tokens = ref_tokens("tiny-dsv32-Q4_K_M");
-  const int64_t V = e->info().n_vocab;
-  ASSERT_TRUE(e->seq_reserve(1, 33).is_ok());
-  std::vector<float> a(static_cast<size_t>(V)), b(static_cast<size_t>(V));
-  SeqChunk c{.seq_id = 1, .tokens = std::span(tokens.data(), 32), .pos0 = 0};
-  ASSERT_TRUE(e->step(std::span(&c, 1), a.data()).is_ok());
-  c = {.seq_id = 1, .tokens = std::span(tokens.data() + 32, 1), .pos0 = 32};
-  ASSERT_TRUE(e->step(std::span(&c, 1), a.data()).is_ok());
+  const std::vector<float> a = owner_decode(*e, tokens);
   const auto blocks = e->seq_blocks(1);
   ASSERT_TRUE(e->seq_adopt(2, std::span(blocks.data(), 2)).is_ok());
   ASSERT_TRUE(e->seq_reserve(2, 33).is_ok());
-  c = {.seq_id = 2, .tokens = std::span(tokens.data() + 32, 1), .pos0 = 32};
-  ASSERT_TRUE(e->step(std::span(&c, 1), b.data()).is_ok());
+  const std::vector<float> b = step_logits(*e, 2, std::span(tokens.data() + 32, 1), 32);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
   e->seq_release(1);
   e->seq_release(2);

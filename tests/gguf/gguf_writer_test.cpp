@@ -24,17 +24,17 @@ GgufValue scalar(GgufValueType t, int64_t i, uint64_t u) {
 
 void fill_all_types(GgufWriter* w) {
   w->set("general.architecture", gguf_str("llama"));
-  w->set("t.u8", scalar(GgufValueType::UINT8, 200, 200));
-  w->set("t.i8", scalar(GgufValueType::INT8, -100, static_cast<uint64_t>(-100)));
-  w->set("t.u16", scalar(GgufValueType::UINT16, 65535, 65535));
-  w->set("t.i16", scalar(GgufValueType::INT16, -30000, static_cast<uint64_t>(-30000)));
+  w->set("t.u8", scalar(GgufValueType::kUint8, 200, 200));
+  w->set("t.i8", scalar(GgufValueType::kInt8, -100, static_cast<uint64_t>(-100)));
+  w->set("t.u16", scalar(GgufValueType::kUint16, 65535, 65535));
+  w->set("t.i16", scalar(GgufValueType::kInt16, -30000, static_cast<uint64_t>(-30000)));
   w->set("t.u32", gguf_u32(4000000000u));
   w->set("t.i32", gguf_i32(-2000000000));
   w->set("t.u64", gguf_u64(0xFFFFFFFFFFFFFFF0ull));
-  w->set("t.i64", scalar(GgufValueType::INT64, -(int64_t{1} << 60), static_cast<uint64_t>(-(int64_t{1} << 60))));
+  w->set("t.i64", scalar(GgufValueType::kInt64, -(int64_t{1} << 60), static_cast<uint64_t>(-(int64_t{1} << 60))));
   w->set("t.f32", gguf_f32(0.1f));
   GgufValue f64;
-  f64.type = GgufValueType::FLOAT64;
+  f64.type = GgufValueType::kFloat64;
   f64.f = 1e300;
   w->set("t.f64", f64);
   w->set("t.bool", gguf_bool(true));
@@ -44,12 +44,12 @@ void fill_all_types(GgufWriter* w) {
   w->set("t.arr_i32", gguf_arr_i32({1, -2, 3}));
   w->set("t.arr_f32", gguf_arr_f32({0.5f, -1.25f}));
   GgufValue bools;
-  bools.type = GgufValueType::ARRAY;
-  bools.elem_type = GgufValueType::BOOL;
+  bools.type = GgufValueType::kArray;
+  bools.elem_type = GgufValueType::kBool;
   bools.arr_int = {1, 0, 1};
   w->set("t.arr_bool", bools);
   GgufValue u8s = bools;
-  u8s.elem_type = GgufValueType::UINT8;
+  u8s.elem_type = GgufValueType::kUint8;
   u8s.arr_int = {0, 255};
   w->set("t.arr_u8", u8s);
   w->set("t.arr_empty", gguf_arr_i32({}));
@@ -171,8 +171,8 @@ TEST(GgufWriter, NestedArrayEncoding) {
   GgufWriter w;
   GgufValue inner = gguf_arr_i32({7, 8});
   GgufValue outer;
-  outer.type = GgufValueType::ARRAY;
-  outer.elem_type = GgufValueType::ARRAY;
+  outer.type = GgufValueType::kArray;
+  outer.elem_type = GgufValueType::kArray;
   outer.arr_nested = {inner};
   w.set("n", outer);
   ASSERT_TRUE(w.begin(dir + "/n.gguf").is_ok());

@@ -289,7 +289,8 @@ TEST(HParams, Qwen3YarnMagnitude) {
   }
 }
 
-std::vector<float> logits_of(const std::string& path, const std::string& tokens_of = "tiny-dsv2-Q4_K_M") {
+std::vector<float> logits_of(const std::string& path, const std::string& tokens_of = "tiny-dsv2-Q4_K_M",
+                             const TraceFn* trace = nullptr) {
   auto m = Model::load(path);
   EXPECT_TRUE(m.is_ok()) << m.message();
   RunnerOptions o;
@@ -301,7 +302,7 @@ std::vector<float> logits_of(const std::string& path, const std::string& tokens_
   o.max_seq_tokens = 64;
   auto r = Runner::create(std::move(*m), o);
   EXPECT_TRUE(r.is_ok()) << r.message();
-  return eval_chunked(**r, ref_tokens(tokens_of), 0);
+  return eval_chunked(**r, ref_tokens(tokens_of), 0, 0, trace);
 }
 
 TEST(Weights, MergedGateUpExpertsEqualSplit) {
@@ -406,28 +407,14 @@ TEST(HParams, ExpertGroupsLimitTheChoice) {
       w.set("deepseek2.expert_group_count", gguf_u32(4));
       w.set("deepseek2.expert_group_used_count", gguf_u32(static_cast<uint32_t>(used)));
     }});
-    auto m = Model::load(p);
-    EXPECT_TRUE(m.is_ok()) << m.message();
-    EXPECT_EQ((*m)->hp().n_group, 4);
-    EXPECT_EQ((*m)->hp().n_group_used, used);
-    RunnerOptions o;
-    o.n_threads = 2;
-    o.pin_threads = false;
-    o.kv_type = GgmlType::F32;
-    o.n_kv_blocks = 8;
-    o.max_batch_tokens = 64;
-    o.max_seq_tokens = 64;
-    auto r = Runner::create(std::move(*m), o);
-    EXPECT_TRUE(r.is_ok());
-    const auto toks = ref_tokens(M);
-    EXPECT_TRUE((*r)->kv().reserve(0, 63).is_ok());
-    std::vector<float> logits(static_cast<size_t>(63 * (*r)->model().hp().n_vocab));
+    auto hp = hparams_of(p);
+    EXPECT_TRUE(hp.is_ok()) << hp.message();
+    EXPECT_EQ(hp->n_group, 4);
+    EXPECT_EQ(hp->n_group_used, used);
     const TraceFn trace = [&](const char* name, int il, const void* data, int64_t rows, int64_t cols) {
       if (std::string(name) == "experts" && il == 1) ids->assign(static_cast<const int32_t*>(data), static_cast<const int32_t*>(data) + rows * cols);
     };
-    const SeqChunk c{.seq_id = 0, .tokens = toks, .pos0 = 0, .all_logits = true};
-    EXPECT_TRUE((*r)->step(std::span(&c, 1), logits.data(), &trace).is_ok());
-    return logits;
+    return logits_of(p, M, &trace);
   };
   std::vector<int32_t> ids_all, ids_one;
   const auto all = run(4, &ids_all);

@@ -117,7 +117,8 @@ std::unique_ptr<Runner> make_runner(const std::string& model, const KernelTable*
   return std::move(*r);
 }
 
-std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, int chunk, int32_t seq) {
+std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, int chunk, int32_t seq,
+                                const TraceFn* trace) {
   const int64_t V = r.model().hp().n_vocab, n = static_cast<int64_t>(tokens.size());
   std::vector<float> logits(static_cast<size_t>(n * V));
   EXPECT_TRUE(r.kv().reserve(seq, static_cast<int32_t>(n)).is_ok());
@@ -128,7 +129,7 @@ std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, i
                       .tokens = std::span<const int32_t>(tokens.data() + p, static_cast<size_t>(m)),
                       .pos0 = static_cast<int32_t>(p),
                       .all_logits = true};
-    Status st = r.step(std::span<const SeqChunk>(&ch, 1), logits.data() + p * V);
+    Status st = r.step(std::span<const SeqChunk>(&ch, 1), logits.data() + p * V, trace);
     EXPECT_TRUE(st.is_ok()) << st.message();
   }
   r.kv().release(seq);

@@ -55,8 +55,10 @@ int argmax_agreement(const float* ours, const float* ref, int64_t n_rows, int64_
 // repack: RunnerOptions::repack (16-row panels for the AVX-512 kernels).
 std::unique_ptr<Runner> make_runner(const std::string& model, const KernelTable* kt, GgmlType kv_type,
                                     int n_seqs = 1, int n_threads = 2, int max_batch_tokens = 128, bool repack = false);
-// Logits for the 63 prompt tokens fed in chunks of `chunk` (0: one batch), all rows.
-std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, int chunk, int32_t seq = 0);
+// Logits for the 63 prompt tokens fed in chunks of `chunk` (0: one batch), all rows;
+// trace (optional) sees every step's intermediates.
+std::vector<float> eval_chunked(Runner& r, const std::vector<int32_t>& tokens, int chunk, int32_t seq = 0,
+                                const TraceFn* trace = nullptr);
 
 // Kernel tables this CPU can run (ref always first).
 std::vector<const KernelTable*> available_kernels();

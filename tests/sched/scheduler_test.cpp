@@ -26,7 +26,7 @@ class Driver {
   Driver(int n_blocks, int bs, SchedOptions o) : kv(n_blocks, bs), sched(kv, o), opts(o) {}
 
   void submit(int64_t id, const Job& j, bool use_cache = true) {
-    ASSERT_EQ(sched.submit(id, j.prompt, use_cache), SubmitResult::ok);
+    ASSERT_EQ(sched.submit(id, j.prompt, use_cache), SubmitResult::kOk);
     jobs[id] = j;
   }
 
@@ -154,16 +154,16 @@ TEST(Scheduler, ConcurrentRequestsMatchSoloRuns) {
 TEST(Scheduler, QueueBoundAndTooLong) {
   FakeKv kv(8, 16);
   Scheduler s(kv, {.n_slots = 1, .batch_tokens = 16, .max_queue = 2, .n_ctx = 200});
-  EXPECT_EQ(s.submit(1, std::vector<int32_t>(200, 1)), SubmitResult::too_long);  // n_ctx
-  EXPECT_EQ(s.submit(1, std::vector<int32_t>(130, 1)), SubmitResult::too_long);  // > 8 blocks
-  EXPECT_EQ(s.submit(1, {}), SubmitResult::too_long);
-  EXPECT_EQ(s.submit(1, {1, 2}), SubmitResult::ok);
-  EXPECT_EQ(s.submit(1, {1, 2}), SubmitResult::duplicate);
-  EXPECT_EQ(s.submit(2, {1, 2}), SubmitResult::ok);
-  EXPECT_EQ(s.submit(3, {1, 2}), SubmitResult::queue_full);
+  EXPECT_EQ(s.submit(1, std::vector<int32_t>(200, 1)), SubmitResult::kTooLong);  // n_ctx
+  EXPECT_EQ(s.submit(1, std::vector<int32_t>(130, 1)), SubmitResult::kTooLong);  // > 8 blocks
+  EXPECT_EQ(s.submit(1, {}), SubmitResult::kTooLong);
+  EXPECT_EQ(s.submit(1, {1, 2}), SubmitResult::kOk);
+  EXPECT_EQ(s.submit(1, {1, 2}), SubmitResult::kDuplicate);
+  EXPECT_EQ(s.submit(2, {1, 2}), SubmitResult::kOk);
+  EXPECT_EQ(s.submit(3, {1, 2}), SubmitResult::kQueueFull);
   s.schedule();  // admits 1: the queue has room again
   EXPECT_EQ(s.n_waiting(), 1);
-  EXPECT_EQ(s.submit(3, {1, 2}), SubmitResult::ok);
+  EXPECT_EQ(s.submit(3, {1, 2}), SubmitResult::kOk);
 }
 
 TEST(Scheduler, CancelFreesBlocksAtOnce) {

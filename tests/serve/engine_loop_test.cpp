@@ -68,10 +68,10 @@ TEST(EngineLoop, GreedyEqualsModelAlone) {
   EngineLoop loop(eng, loop_opts(4, 64));
   loop.start();
   auto out = loop.submit(greedy_params(bytes("hello world"), 40));
-  ASSERT_EQ(out.code, SubmitCode::ok);
+  ASSERT_EQ(out.code, SubmitCode::kOk);
   Collected c = collect(*out.stream);
   EXPECT_EQ(c.tokens, FakeEngine::greedy(bytes("hello world"), 40, 0));
-  EXPECT_EQ(c.last.reason, StopReason::limit);
+  EXPECT_EQ(c.last.reason, StopReason::kLimit);
   EXPECT_EQ(c.last.stats.n_generated, 40);
   EXPECT_EQ(c.last.stats.n_prompt, 12);
 }
@@ -97,7 +97,7 @@ TEST(EngineLoop, SixteenConcurrentStreamsMatchSoloGreedyAndSeeded) {
   std::vector<std::shared_ptr<GenStream>> streams;
   for (const auto& p : ps) {
     auto o = loop.submit(p);
-    ASSERT_EQ(o.code, SubmitCode::ok);
+    ASSERT_EQ(o.code, SubmitCode::kOk);
     streams.push_back(o.stream);
   }
   for (int i = 0; i < 16; ++i) {
@@ -139,7 +139,7 @@ TEST(EngineLoop, CancelEndsWithinAStepAndFreesKv) {
     if (ev.done) break;
   }
   EXPECT_TRUE(ev.done);
-  EXPECT_EQ(ev.reason, StopReason::cancelled);
+  EXPECT_EQ(ev.reason, StopReason::kCancelled);
   wait_idle(loop);
   LoopStats st = loop.stats();
   EXPECT_EQ(st.kv_blocks_used, 0);
@@ -154,14 +154,14 @@ TEST(EngineLoop, QueueFullAndTooLong) {
   int n_full = 0;
   for (int i = 0; i < 6; ++i) {
     auto o = loop.submit(greedy_params(bytes("q"), 1000));
-    if (o.code == SubmitCode::queue_full)
+    if (o.code == SubmitCode::kQueueFull)
       ++n_full;
     else
       keep.push_back(o.stream);
   }
   EXPECT_GE(n_full, 3);  // 1 running + 2 waiting at most
-  EXPECT_EQ(loop.submit(greedy_params(std::vector<int32_t>(600, 'a'), 1)).code, SubmitCode::too_long);
-  EXPECT_EQ(loop.submit(greedy_params({1, 5000}, 1)).code, SubmitCode::invalid_token);
+  EXPECT_EQ(loop.submit(greedy_params(std::vector<int32_t>(600, 'a'), 1)).code, SubmitCode::kTooLong);
+  EXPECT_EQ(loop.submit(greedy_params({1, 5000}, 1)).code, SubmitCode::kInvalidToken);
   for (auto& s : keep) s->cancel();
   wait_idle(loop);
   EXPECT_EQ(loop.stats().kv_blocks_used, 0);
@@ -173,10 +173,10 @@ TEST(EngineLoop, NPredictZeroAndEosAndContextLimit) {
   loop.start();
   Collected z = collect(*loop.submit(greedy_params(bytes("abc"), 0)).stream);
   EXPECT_TRUE(z.tokens.empty());
-  EXPECT_EQ(z.last.reason, StopReason::limit);
+  EXPECT_EQ(z.last.reason, StopReason::kLimit);
   Collected c = collect(*loop.submit(greedy_params(bytes("abc"), -1)).stream);
   EXPECT_EQ(c.tokens.size(), 40u - 4u);  // the context is full
-  EXPECT_EQ(c.last.reason, StopReason::limit);
+  EXPECT_EQ(c.last.reason, StopReason::kLimit);
 }
 
 TEST(EngineLoop, FailedStepEndsRequestsWithError) {
@@ -185,7 +185,7 @@ TEST(EngineLoop, FailedStepEndsRequestsWithError) {
   loop.start();
   eng.fail_next_step = true;
   Collected c = collect(*loop.submit(greedy_params(bytes("x"), 5)).stream);
-  EXPECT_EQ(c.last.reason, StopReason::error);
+  EXPECT_EQ(c.last.reason, StopReason::kError);
   EXPECT_NE(c.last.error.find("step failed"), std::string::npos);
   Collected ok = collect(*loop.submit(greedy_params(bytes("x"), 5)).stream);
   EXPECT_EQ(ok.tokens.size(), 5u);  // keeps serving
@@ -198,11 +198,11 @@ TEST(EngineLoop, ShutdownFinishesWithinGraceThenCancels) {
   auto quick = loop->submit(greedy_params(bytes("a"), 3)).stream;
   auto slow = loop->submit(greedy_params(bytes("b"), 100000)).stream;
   loop->shutdown(200ms);
-  EXPECT_EQ(collect(*quick).last.reason, StopReason::limit);
+  EXPECT_EQ(collect(*quick).last.reason, StopReason::kLimit);
   Collected c = collect(*slow);
-  EXPECT_EQ(c.last.reason, StopReason::error);
+  EXPECT_EQ(c.last.reason, StopReason::kError);
   EXPECT_EQ(c.last.error, "the server is shutting down");
-  EXPECT_EQ(loop->submit(greedy_params(bytes("c"), 3)).code, SubmitCode::stopping);
+  EXPECT_EQ(loop->submit(greedy_params(bytes("c"), 3)).code, SubmitCode::kStopping);
 }
 
 }  // namespace

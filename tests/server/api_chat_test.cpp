@@ -42,7 +42,7 @@ json user(const std::string& text) {
 class ApiChat : public ::testing::Test {
  protected:
   void TearDown() override { stop(); }
-  void start(std::string script, bool reasoning = false, ToolCallFormat tools = ToolCallFormat::V3_1) {
+  void start(std::string script, bool reasoning = false, ToolCallFormat tools = ToolCallFormat::kV3_1) {
     stop();
     FakeEngineOptions eo;
     eo.script = std::move(script);
@@ -135,7 +135,7 @@ TEST_F(ApiChat, ToolCallsNonStreaming) {
 }
 
 TEST_F(ApiChat, ReasoningThenDsmlCallWithNullContent) {
-  start("Plan: call weather.</think>" + kV4Calls, /*reasoning=*/true, ToolCallFormat::V4);
+  start("Plan: call weather.</think>" + kV4Calls, /*reasoning=*/true, ToolCallFormat::kV4);
   json j = post({{"messages", user("weather?")}, {"tools", kTools}});
   const json& msg = j["choices"][0]["message"];
   EXPECT_EQ(msg["reasoning_content"], "Plan: call weather.");
@@ -279,13 +279,13 @@ TEST_F(ApiChat, AutoCallsAreHeldToTheirSchemaOnceOpened) {
   const json long_body = {{"messages", user("hi")}, {"tools", kTools}, {"max_tokens", 600}};  // a token per byte
   std::string v4 = kV4Calls;
   v4.replace(v4.find("\"city\""), 6, "\"town\"");
-  start("ok" + v4, false, ToolCallFormat::V4);
+  start("ok" + v4, false, ToolCallFormat::kV4);
   j = post(long_body);
   ASSERT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << j;
   const json a4 = json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
   EXPECT_TRUE(a4.contains("city")) << a4;
   EXPECT_FALSE(a4.contains("town")) << a4;
-  start("ok" + kV4Calls, false, ToolCallFormat::V4);
+  start("ok" + kV4Calls, false, ToolCallFormat::kV4);
   j = post(long_body);
   EXPECT_EQ(json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
             json({{"city", "Hang \"zhou\""}, {"days", 3}})) << j;
@@ -367,7 +367,7 @@ TEST_F(ApiChat, BadToolsAndMessagesNameTheField) {
   expect_400({{"messages", u}, {"reasoning_effort", "extreme"}}, "reasoning_effort");
   expect_400({{"messages", u}, {"parallel_tool_calls", "no"}}, "parallel_tool_calls");
   // A chat format without tool-call syntax refuses tools rather than ignoring them.
-  start("ok", false, ToolCallFormat::NONE);
+  start("ok", false, ToolCallFormat::kNone);
   expect_400({{"messages", u}, {"tools", kTools}}, "no tool-call syntax");
   expect_400({{"messages", u}, {"tools", kTools}}, "no tool-call syntax", "/apply-template");
 }

@@ -9,7 +9,7 @@ namespace ds::test {
 
 class FakeCodec final : public TextCodec {
  public:
-  explicit FakeCodec(bool reasoning = false, ToolCallFormat tools = ToolCallFormat::NONE)
+  explicit FakeCodec(bool reasoning = false, ToolCallFormat tools = ToolCallFormat::kNone)
       : reasoning_(reasoning), tools_(tools) {}
   Result<std::vector<int32_t>> encode(std::string_view text, bool add_bos, bool parse_special) const override;
   std::string token_text(int32_t id) const override;

@@ -62,12 +62,12 @@ std::string first_mismatch(const std::string& want, const std::string& got) {
 
 TEST(ChatCases, EveryTemplateFileIsRecognizedExactly) {
   const std::pair<const char*, ChatFormat> files[] = {
-      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", ChatFormat::DEEPSEEK_R1_DISTILL_LLAMA},
-      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ChatFormat::DEEPSEEK_R1_DISTILL_QWEN},
-      {"deepseek-ai-DeepSeek-V3.1.jinja", ChatFormat::DEEPSEEK_V3_1},
-      {"deepseek-ai-DeepSeek-V3.2.jinja", ChatFormat::DEEPSEEK_V3_2},
-      {"deepseek-ai-DeepSeek-V4.jinja", ChatFormat::DEEPSEEK_V4},
-      {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", ChatFormat::DEEPSEEK_V4_FLASH},
+      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", ChatFormat::kDeepseekR1DistillLlama},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ChatFormat::kDeepseekR1DistillQwen},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", ChatFormat::kDeepseekV3_1},
+      {"deepseek-ai-DeepSeek-V3.2.jinja", ChatFormat::kDeepseekV3_2},
+      {"deepseek-ai-DeepSeek-V4.jinja", ChatFormat::kDeepseekV4},
+      {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", ChatFormat::kDeepseekV4Flash},
   };
   for (const auto& [file, format] : files) {
     const std::string text = test::read_file_text(test::shared_path(std::string("chat/templates/") + file));
@@ -148,11 +148,11 @@ TEST(ChatCases, RenderedPromptsHoldOneBosAndSingleTokenMarkers) {
 }
 
 ToolCallFormat format_named(const std::string& name) {
-  for (ToolCallFormat f : {ToolCallFormat::R1, ToolCallFormat::V3_1, ToolCallFormat::V3_2, ToolCallFormat::V4}) {
+  for (ToolCallFormat f : {ToolCallFormat::kR1, ToolCallFormat::kV3_1, ToolCallFormat::kV3_2, ToolCallFormat::kV4}) {
     if (name == tool_call_format_name(f)) return f;
   }
   ADD_FAILURE() << "unknown format " << name;
-  return ToolCallFormat::NONE;
+  return ToolCallFormat::kNone;
 }
 
 std::string trim(const std::string& s) {
@@ -176,12 +176,12 @@ Parsed parse_output(const std::string& out, bool thinking, ToolCallFormat f, siz
   std::vector<std::string> args;
   auto take = [&](const std::vector<ToolCallEvent>& events) {
     for (const ToolCallEvent& e : events) {
-      if (e.kind == ToolCallEvent::Kind::CONTENT) p.content += e.text;
-      if (e.kind == ToolCallEvent::Kind::CALL_BEGIN) {
+      if (e.kind == ToolCallEvent::Kind::kContent) p.content += e.text;
+      if (e.kind == ToolCallEvent::Kind::kCallBegin) {
         EXPECT_EQ(e.index, static_cast<int>(args.size()));
         args.emplace_back();
       }
-      if (e.kind == ToolCallEvent::Kind::ARGUMENTS) args.at(e.index) += e.text;
+      if (e.kind == ToolCallEvent::Kind::kArguments) args.at(e.index) += e.text;
     }
   };
   const size_t step = piece == 0 ? out.size() : piece;
@@ -228,14 +228,14 @@ TEST(ChatCases, AllParseCases) {
 
 TEST(ToolCallParser, MalformedAndUnfinishedCallsAreErrors) {
   auto bad_json = ToolCallParser::parse(
-      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": <｜tool▁call▁end｜>", ToolCallFormat::V3_1);
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": <｜tool▁call▁end｜>", ToolCallFormat::kV3_1);
   EXPECT_NE(bad_json.error.find("'f'"), std::string::npos) << bad_json.error;
   auto cut = ToolCallParser::parse(
       "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"x\" string=\"true\">ab",
-      ToolCallFormat::V4);
+      ToolCallFormat::kV4);
   EXPECT_NE(cut.error.find("ended inside the call to 'f'"), std::string::npos) << cut.error;
   // Text that only looks like the start of a marker is content.
-  auto text = ToolCallParser::parse("a <｜tool and more", ToolCallFormat::V3_1);
+  auto text = ToolCallParser::parse("a <｜tool and more", ToolCallFormat::kV3_1);
   EXPECT_EQ(text.error, "");
   EXPECT_EQ(text.content, "a <｜tool and more");
   EXPECT_TRUE(text.calls.empty());
@@ -246,11 +246,11 @@ TEST(ToolCallParser, StringParametersAreEscapedAndOneCallCanBeKept) {
       "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"w\">\n<｜DSML｜parameter name=\"s\" "
       "string=\"true\">say \"hi\"\nnow</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke "
       "name=\"x\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
-  auto all = ToolCallParser::parse(out, ToolCallFormat::V3_2);
+  auto all = ToolCallParser::parse(out, ToolCallFormat::kV3_2);
   ASSERT_EQ(all.calls.size(), 2u) << all.error;
   EXPECT_EQ(all.calls[0].arguments, R"({"s": "say \"hi\"\nnow"})");
   EXPECT_EQ(all.calls[1].arguments, "{}");
-  ToolCallParser one(ToolCallFormat::V3_2, 1);
+  ToolCallParser one(ToolCallFormat::kV3_2, 1);
   one.push(out);
   one.flush();
   ASSERT_EQ(one.calls().size(), 1u);
@@ -260,12 +260,12 @@ TEST(ToolCallParser, StringParametersAreEscapedAndOneCallCanBeKept) {
 TEST(ToolCallParser, OpenerPrefillParsesAsTheCallStart) {
   // A forced call's prefill followed by what the model writes is one well-formed call.
   const std::pair<ToolCallFormat, std::string> rest[] = {
-      {ToolCallFormat::R1, "{\"a\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
-      {ToolCallFormat::V3_1, "{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
-      {ToolCallFormat::V3_2,
+      {ToolCallFormat::kR1, "{\"a\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {ToolCallFormat::kV3_1, "{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {ToolCallFormat::kV3_2,
        "<｜DSML｜parameter name=\"a\" "
        "string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"},
-      {ToolCallFormat::V4,
+      {ToolCallFormat::kV4,
        "<｜DSML｜parameter name=\"a\" "
        "string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"},
   };
@@ -317,13 +317,13 @@ FromFile from_file(const std::string& tmpl) {
 TEST(ChatCases, GgufTemplatesExactByMarkersOrFallbackWithAWarning) {
   const std::string v4 = test::read_file_text(test::shared_path("chat/templates/deepseek-ai-DeepSeek-V4.jinja"));
   FromFile exact = from_file(v4);
-  EXPECT_EQ(exact.format, ChatFormat::DEEPSEEK_V4);
+  EXPECT_EQ(exact.format, ChatFormat::kDeepseekV4);
   EXPECT_EQ(exact.warning, "");
   FromFile edited = from_file(v4 + "{# edited #}");
-  EXPECT_EQ(edited.format, ChatFormat::DEEPSEEK_V4);
+  EXPECT_EQ(edited.format, ChatFormat::kDeepseekV4);
   EXPECT_NE(edited.warning.find("'deepseek-v4'"), std::string::npos) << edited.warning;
   FromFile unknown = from_file("{{ messages | something_else }}");
-  EXPECT_EQ(unknown.format, ChatFormat::DEEPSEEK3);
+  EXPECT_EQ(unknown.format, ChatFormat::kDeepseek3);
   EXPECT_NE(unknown.warning.find("falling back to 'deepseek3'"), std::string::npos) << unknown.warning;
 }
 
@@ -332,14 +332,14 @@ TEST(ChatCases, TemplateTextFromAFileLikeTheGgufTemplate) {
   const std::string v31 = test::read_file_text(test::shared_path("chat/templates/deepseek-ai-DeepSeek-V3.1.jinja"));
   ASSERT_FALSE(v31.empty());
   ChatTemplate exact = ChatTemplate::from_text(v31, "v31.jinja", "<s>", "</s>");
-  EXPECT_EQ(exact.format(), ChatFormat::DEEPSEEK_V3_1);
+  EXPECT_EQ(exact.format(), ChatFormat::kDeepseekV3_1);
   EXPECT_EQ(exact.warning(), "");
   ChatTemplate edited = ChatTemplate::from_text(v31 + "{# edited #}", "v31-edited.jinja", "", "");
-  EXPECT_EQ(edited.format(), ChatFormat::DEEPSEEK_V3_1);
+  EXPECT_EQ(edited.format(), ChatFormat::kDeepseekV3_1);
   EXPECT_NE(edited.warning().find("v31-edited.jinja"), std::string::npos) << edited.warning();
   EXPECT_NE(edited.warning().find("'deepseek-v3.1'"), std::string::npos) << edited.warning();
   ChatTemplate unknown = ChatTemplate::from_text("{{ messages | something_else }}", "my.jinja", "", "");
-  EXPECT_EQ(unknown.format(), ChatFormat::DEEPSEEK3);
+  EXPECT_EQ(unknown.format(), ChatFormat::kDeepseek3);
   EXPECT_NE(unknown.warning().find("my.jinja is not a known chat format; falling back to 'deepseek3'"),
             std::string::npos)
       << unknown.warning();

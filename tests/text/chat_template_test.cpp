@@ -28,59 +28,59 @@ std::string render(ChatFormat f, const std::vector<ChatMessage>& m, bool gen, co
 }
 
 TEST(ChatTemplate, DeepSeekV3) {
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK3, kSingle, true), "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>");
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK3, kMulti, true),
+  EXPECT_EQ(render(ChatFormat::kDeepseek3, kSingle, true), "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>");
+  EXPECT_EQ(render(ChatFormat::kDeepseek3, kMulti, true),
             "<｜begin▁of▁sentence｜>Be brief.<｜User｜>2+2?<｜Assistant｜>4<｜end▁of▁sentence｜>"
             "<｜User｜>And 3+3?<｜Assistant｜>");
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK3, kSingle, false), "<｜begin▁of▁sentence｜><｜User｜>Hi");
+  EXPECT_EQ(render(ChatFormat::kDeepseek3, kSingle, false), "<｜begin▁of▁sentence｜><｜User｜>Hi");
   // Two system messages are joined by a blank line, ahead of all turns.
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK3, {{"system", "A"}, {"user", "u"}, {"system", "B"}}, false),
+  EXPECT_EQ(render(ChatFormat::kDeepseek3, {{"system", "A"}, {"user", "u"}, {"system", "B"}}, false),
             "<｜begin▁of▁sentence｜>A\n\nB<｜User｜>u");
 }
 
 TEST(ChatTemplate, DeepSeekR1OpensThinking) {
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK_R1, kSingle, true),
+  EXPECT_EQ(render(ChatFormat::kDeepseekR1, kSingle, true),
             "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>\n");
   // Earlier answers keep only the text after </think>.
   std::vector<ChatMessage> m = kMulti;
   m[2].content = "<think>\nadd them\n</think>\n\n4";
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK_R1, m, true),
+  EXPECT_EQ(render(ChatFormat::kDeepseekR1, m, true),
             "<｜begin▁of▁sentence｜>Be brief.<｜User｜>2+2?<｜Assistant｜>\n\n4<｜end▁of▁sentence｜>"
             "<｜User｜>And 3+3?<｜Assistant｜><think>\n");
-  ChatTemplate t(ChatFormat::DEEPSEEK_R1, kBos, kEos);
+  ChatTemplate t(ChatFormat::kDeepseekR1, kBos, kEos);
   EXPECT_TRUE(t.has_reasoning());
   EXPECT_TRUE(t.prompt_opens_reasoning());
 }
 
 TEST(ChatTemplate, DeepSeekV2Chat) {
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK2, kSingle, true), "<｜begin▁of▁sentence｜>User: Hi\n\nAssistant:");
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK2, kMulti, true),
+  EXPECT_EQ(render(ChatFormat::kDeepseek2, kSingle, true), "<｜begin▁of▁sentence｜>User: Hi\n\nAssistant:");
+  EXPECT_EQ(render(ChatFormat::kDeepseek2, kMulti, true),
             "<｜begin▁of▁sentence｜>Be brief.\n\nUser: 2+2?\n\nAssistant: 4<｜end▁of▁sentence｜>"
             "User: And 3+3?\n\nAssistant:");
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK2, kSingle, false), "<｜begin▁of▁sentence｜>User: Hi\n\n");
+  EXPECT_EQ(render(ChatFormat::kDeepseek2, kSingle, false), "<｜begin▁of▁sentence｜>User: Hi\n\n");
 }
 
 TEST(ChatTemplate, DeepSeekCoderInstruct) {
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK_CODER, kSingle, true),
+  EXPECT_EQ(render(ChatFormat::kDeepseekCoder, kSingle, true),
             "<｜begin▁of▁sentence｜>You are an AI programming assistant, utilizing the Deepseek "
             "Coder model, developed by Deepseek Company, and you only answer questions related to "
             "computer science. For politically sensitive questions, security and privacy issues, "
             "and other non-computer science questions, you will refuse to answer\n"
             "### Instruction:\nHi\n### Response:\n");
   // A system message replaces the preamble (written as-is, as the published template does).
-  EXPECT_EQ(render(ChatFormat::DEEPSEEK_CODER, kMulti, true),
+  EXPECT_EQ(render(ChatFormat::kDeepseekCoder, kMulti, true),
             "<｜begin▁of▁sentence｜>Be brief.### Instruction:\n2+2?\n### Response:\n4\n<|EOT|>\n"
             "### Instruction:\nAnd 3+3?\n### Response:\n");
 }
 
 TEST(ChatTemplate, ChatML) {
-  EXPECT_EQ(render(ChatFormat::CHATML, kSingle, true, "", "<|im_end|>"),
+  EXPECT_EQ(render(ChatFormat::kChatml, kSingle, true, "", "<|im_end|>"),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(render(ChatFormat::CHATML, kMulti, true, "", "<|im_end|>"),
+  EXPECT_EQ(render(ChatFormat::kChatml, kMulti, true, "", "<|im_end|>"),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"
             "<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n"
             "<|im_start|>assistant\n");
-  ChatTemplate t(ChatFormat::CHATML, "", "");
+  ChatTemplate t(ChatFormat::kChatml, "", "");
   t.set_default_system("You are helpful.");
   EXPECT_EQ(t.render(kSingle, false).value(),
             "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
@@ -89,12 +89,12 @@ TEST(ChatTemplate, ChatML) {
 
 TEST(ChatTemplate, UnknownRoleIsAnError) {
   const std::vector<ChatMessage> m = {{"user", "a"}, {"tool", "b"}};
-  auto r = ChatTemplate(ChatFormat::DEEPSEEK2, kBos, kEos).render(m, true);
+  auto r = ChatTemplate(ChatFormat::kDeepseek2, kBos, kEos).render(m, true);
   ASSERT_FALSE(r);
   EXPECT_NE(r.message().find("'tool'"), std::string::npos) << r.message();
   EXPECT_NE(r.message().find("message 1"), std::string::npos) << r.message();
   const std::vector<ChatMessage> robots = {{"robot", "a"}};
-  auto robot = ChatTemplate(ChatFormat::DEEPSEEK3, kBos, kEos).render(robots, true);
+  auto robot = ChatTemplate(ChatFormat::kDeepseek3, kBos, kEos).render(robots, true);
   ASSERT_FALSE(robot);
   EXPECT_NE(robot.message().find("'robot'"), std::string::npos) << robot.message();
 }
@@ -108,8 +108,8 @@ TEST(ChatTemplate, DeepSeekV3ToolRoundTrip) {
                  {"tool", "sunny"}, {"assistant", "Warm."}, {"user", "Thanks"}};
   in.messages[2].tool_calls = {{.id = "call_1", .type = "function", .name = "get_weather",
                                 .arguments = nlohmann::ordered_json{{"city", "Paris"}}}};
-  ChatTemplate t(ChatFormat::DEEPSEEK3, kBos, kEos);
-  EXPECT_EQ(t.tool_call_format(), ToolCallFormat::R1);
+  ChatTemplate t(ChatFormat::kDeepseek3, kBos, kEos);
+  EXPECT_EQ(t.tool_call_format(), ToolCallFormat::kR1);
   auto r = t.render(in);
   ASSERT_TRUE(r) << r.message();
   EXPECT_EQ(*r,
@@ -126,12 +126,12 @@ TEST(ChatTemplate, RecognizesTemplateTexts) {
     auto r = ChatTemplate::recognize(text);
     return r && r.value() == f;
   };
-  EXPECT_TRUE(is("{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}", ChatFormat::DEEPSEEK3));
+  EXPECT_TRUE(is("{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}", ChatFormat::kDeepseek3));
   EXPECT_TRUE(
-      is("{% if '</think>' in content %}{{'<｜User｜>'}}{{'<｜Assistant｜><think>\\n'}}", ChatFormat::DEEPSEEK_R1));
-  EXPECT_TRUE(is("{{ 'User: ' + message['content'] + '\\n\\n' }}{{ 'Assistant:' }}", ChatFormat::DEEPSEEK2));
-  EXPECT_TRUE(is("{{'### Instruction:\\n' + c}}{{'### Response:'}}", ChatFormat::DEEPSEEK_CODER));
-  EXPECT_TRUE(is("{{'<|im_start|>' + role}}{{'<|im_end|>'}}", ChatFormat::CHATML));
+      is("{% if '</think>' in content %}{{'<｜User｜>'}}{{'<｜Assistant｜><think>\\n'}}", ChatFormat::kDeepseekR1));
+  EXPECT_TRUE(is("{{ 'User: ' + message['content'] + '\\n\\n' }}{{ 'Assistant:' }}", ChatFormat::kDeepseek2));
+  EXPECT_TRUE(is("{{'### Instruction:\\n' + c}}{{'### Response:'}}", ChatFormat::kDeepseekCoder));
+  EXPECT_TRUE(is("{{'<|im_start|>' + role}}{{'<|im_end|>'}}", ChatFormat::kChatml));
   auto bad = ChatTemplate::recognize("{{ messages | something_else }}");
   ASSERT_FALSE(bad);
   for (const auto& n : ChatTemplate::names()) EXPECT_NE(bad.message().find(n), std::string::npos) << n;
@@ -140,7 +140,7 @@ TEST(ChatTemplate, RecognizesTemplateTexts) {
 TEST(ChatTemplate, FromNameAndOverride) {
   auto t = ChatTemplate::from_name("deepseek-llm", kBos, kEos);
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->format(), ChatFormat::DEEPSEEK2);
+  EXPECT_EQ(t->format(), ChatFormat::kDeepseek2);
   auto bad = ChatTemplate::from_name("llama9", kBos, kEos);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.message().find("llama9"), std::string::npos);
@@ -186,7 +186,7 @@ TEST(ChatTemplate, FromSharedFiles) {
   Loaded v3 = load("deepseek-v3");
   auto t = ChatTemplate::from_gguf(*v3.file, *v3.tok);
   ASSERT_TRUE(t) << t.message();
-  EXPECT_EQ(t->format(), ChatFormat::DEEPSEEK3);
+  EXPECT_EQ(t->format(), ChatFormat::kDeepseek3);
   auto ids = v3.tok->encode(t->render(kSingle, true).value(), false).value();
   ASSERT_GE(ids.size(), 4u);
   EXPECT_EQ(ids.front(), 0);      // <｜begin▁of▁sentence｜>
@@ -197,7 +197,7 @@ TEST(ChatTemplate, FromSharedFiles) {
   Loaded qwen = load("qwen2");
   auto q = ChatTemplate::from_gguf(*qwen.file, *qwen.tok);
   ASSERT_TRUE(q) << q.message();
-  EXPECT_EQ(q->format(), ChatFormat::CHATML);
+  EXPECT_EQ(q->format(), ChatFormat::kChatml);
   EXPECT_EQ(q->render(kSingle, true).value(),
             "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
             "assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
@@ -222,7 +222,7 @@ TEST(ChatTemplate, Deepseek32FallsBackToDeepseek3) {
   ASSERT_TRUE(tok) << tok.message();
   auto t = ChatTemplate::from_gguf(**f, **tok);
   ASSERT_TRUE(t) << t.message();
-  EXPECT_EQ(t->format(), ChatFormat::DEEPSEEK3);
+  EXPECT_EQ(t->format(), ChatFormat::kDeepseek3);
 }
 
 }  // namespace

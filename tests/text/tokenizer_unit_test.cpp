@@ -40,9 +40,9 @@ TokenizerVocab small_vocab() {
   for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_char(b));
   v.tokens.insert(v.tokens.end(), {"ll", "he", "hell", "hello", byte_char(' ') + "w", "el", "<s>", "</s>", "<u>",
                                    "<uu>", "<|a|>", "<|ab|>"});
-  v.types.assign(v.tokens.size(), TokenType::NORMAL);
-  v.types[BOS] = v.types[EOS] = v.types[C_SHORT] = v.types[C_LONG] = TokenType::CONTROL;
-  v.types[U_SHORT] = v.types[U_LONG] = TokenType::USER_DEFINED;
+  v.types.assign(v.tokens.size(), TokenType::kNormal);
+  v.types[BOS] = v.types[EOS] = v.types[C_SHORT] = v.types[C_LONG] = TokenType::kControl;
+  v.types[U_SHORT] = v.types[U_LONG] = TokenType::kUserDefined;
   v.merges = {"l l", "h e", "e l", "he ll", "hell o", byte_char(' ') + " w"};
   v.pre = "deepseek-v3";
   v.bos = BOS;

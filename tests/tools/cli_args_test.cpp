@@ -53,6 +53,21 @@ TEST(CliArgs, BadNumbersAreUsageErrors) {
   });
 }
 
+// Every failure is one line "ds-cli <command>: <message>"; a usage error also points at --help.
+TEST(CliArgs, FailuresNameTheCommand) {
+  expect_cases({
+      {"inspect", 2, "ds-cli inspect: no FILE given\n`ds-cli inspect --help` describes its options."},
+      {"tokenize --model " + model(), 2, "ds-cli tokenize: needs either TEXT or --file"},
+      {"quantize a b", 2, "ds-cli quantize: wants IN OUT TYPE, got 2 arguments"},
+      {"quantize a b Q4_K_M --threads 0", 2, "ds-cli quantize: --threads must be an integer in [1, 1024]"},
+      {"synth --shape tiny-llama", 2, "ds-cli synth: needs --out"},
+      {"bench --model " + model() + " -p 0", 2, "ds-cli bench: -p, -n and --repeats must be at least 1"},
+      {"eval --model " + model(), 2, "ds-cli eval: needs --model and either --perplexity"},
+      {"generate --model " + model(), 2, "ds-cli generate: needs --model and --prompt"},
+      {"inspect /nonexistent/m.gguf", 1, "ds-cli inspect: "},
+  });
+}
+
 TEST(CliArgs, NonRegularFilesAreErrorsNotHangs) {
   const std::string dir = test::make_temp_dir("cli-args");
   const std::string fifo = dir + "/fifo";

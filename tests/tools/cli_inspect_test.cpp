@@ -106,7 +106,7 @@ TEST(CliInspect, BrokenFilesFailCleanly) {
     EXPECT_EQ(r.signal, 0) << "killed by signal on mutation " << i;
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
     if (r.exit_code == 1) {
-      EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("ds-cli inspect: "), std::string::npos) << r.out;
     }
     EXPECT_LT(r.seconds, 5.0);
   }

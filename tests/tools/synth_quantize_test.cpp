@@ -501,7 +501,7 @@ TEST_F(ToolsTest, QuantizeSplitInputToOneFile) {
       for (const auto& [key, value] : in->metadata()) w.set(key, value);
     }
     GgufValue no;
-    no.type = GgufValueType::UINT16;
+    no.type = GgufValueType::kUint16;
     no.u = no.i = shard;
     w.set("split.no", no);
     GgufValue count = no;
