@@ -6,7 +6,7 @@
 
 namespace ds {
 
-KernelTable avx2_table();    // kernels/avx2/table.cpp: AVX2 + FMA + F16C
+KernelTable avx2_table();  // kernels/avx2/table.cpp: AVX2 + FMA + F16C
 // kernels/avx512/table.cpp: AVX-512 F/BW/VL/DQ + VNNI; bf16: the CPU has AVX512_BF16.
 KernelTable avx512_table(bool bf16);
 

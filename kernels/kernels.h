@@ -39,17 +39,17 @@ GgmlType vec_dot_type(GgmlType weight);
 
 // y[t * out_stride + r] = dot(W row r, activation row t), r in [row_begin, row_end), t in [0, n_tok).
 struct MatmulArgs {
-  GgmlType wtype;            // weight type
-  const void* w;             // W: [n_out rows][n_in], row r at w + r * w_row_stride
-  size_t w_row_stride;       // bytes
-  int64_t n_in;              // elements per row (a multiple of the block size)
-  int64_t row_begin;         // output rows to compute (the caller splits rows over threads)
+  GgmlType wtype;       // weight type
+  const void* w;        // W: [n_out rows][n_in], row r at w + r * w_row_stride
+  size_t w_row_stride;  // bytes
+  int64_t n_in;         // elements per row (a multiple of the block size)
+  int64_t row_begin;    // output rows to compute (the caller splits rows over threads)
   int64_t row_end;
-  const void* act;           // activations already in vec_dot_type(wtype): [n_tok][n_in]
-  size_t act_row_stride;     // bytes
+  const void* act;        // activations already in vec_dot_type(wtype): [n_tok][n_in]
+  size_t act_row_stride;  // bytes
   int64_t n_tok;
-  float* out;                // [n_tok][out_stride]
-  int64_t out_stride;        // elements
+  float* out;          // [n_tok][out_stride]
+  int64_t out_stride;  // elements
   // The same weights repacked into 16-row panels (kernels/quant/repack.h), covering rows
   // [0, 16 * floor(n_out / 16)), or null. Kernels that know the layout read it for those
   // rows; every other path reads w, which stays valid.
@@ -61,16 +61,16 @@ struct MatmulArgs {
 //   linear scaling: theta = theta_e * freq_scale; YaRN (ext_factor > 0): SPEC.md step 4.
 // Returned cos/sin are multiplied by attn_factor (1 for DeepSeek files, see SPEC.md).
 struct RopeParams {
-  int n_rot = 0;               // rotated dims per head (<= head_dim, <= 1024; the rest pass through)
-  bool neox = false;           // false: adjacent pairs (x[2i], x[2i+1]); true: halves (x[i], x[i+n_rot/2])
+  int n_rot = 0;      // rotated dims per head (<= head_dim, <= 1024; the rest pass through)
+  bool neox = false;  // false: adjacent pairs (x[2i], x[2i+1]); true: halves (x[i], x[i+n_rot/2])
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;     // 1/factor for linear and YaRN scaling
+  float freq_scale = 1.0f;              // 1/factor for linear and YaRN scaling
   const float* freq_factors = nullptr;  // [n_rot/2] or null
-  float ext_factor = 0.0f;     // YaRN mix: 1 with YaRN, 0 without
+  float ext_factor = 0.0f;              // YaRN mix: 1 with YaRN, 0 without
   float attn_factor = 1.0f;
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
-  int n_ctx_orig = 0;          // YaRN original context length
+  int n_ctx_orig = 0;  // YaRN original context length
 };
 
 // x: [n_tok] rows of [n_head] heads of head_dim floats; rotates the first n_rot dims of each
@@ -79,9 +79,9 @@ struct RopeArgs {
   float* x;
   int64_t n_tok;
   int n_head;
-  int64_t tok_stride;    // elements between tokens
-  int64_t head_stride;   // elements between heads
-  const int32_t* pos;    // [n_tok]
+  int64_t tok_stride;   // elements between tokens
+  int64_t head_stride;  // elements between heads
+  const int32_t* pos;   // [n_tok]
 };
 
 // A paged KV view: token j of a sequence lives in block blocks[j / block_size] at
@@ -93,7 +93,7 @@ struct KvView {
   int block_size = 0;
   size_t row_stride = 0;
   size_t head_offset = 0;
-  size_t elem_offset = 0;   // bytes from the row start to element 0 of head 0
+  size_t elem_offset = 0;  // bytes from the row start to element 0 of head 0
 };
 
 // Flash attention for one sequence (GQA/MHA): online softmax over KV tiles, never the
@@ -105,16 +105,16 @@ struct AttnArgs {
   int d_v;
   float scale;
   int64_t n_q;
-  const float* q;            // q[t * q_tok_stride + h * q_head_stride + i]
+  const float* q;  // q[t * q_tok_stride + h * q_head_stride + i]
   int64_t q_tok_stride;
   int64_t q_head_stride;
-  const int32_t* q_pos;      // [n_q]
+  const int32_t* q_pos;  // [n_q]
   KvView k;
   KvView v;
-  float* out;                // out[t * out_tok_stride + h * out_head_stride + i], d_v wide
+  float* out;  // out[t * out_tok_stride + h * out_head_stride + i], d_v wide
   int64_t out_tok_stride;
   int64_t out_head_stride;
-  int head_begin;            // heads to compute (thread split)
+  int head_begin;  // heads to compute (thread split)
   int head_end;
 };
 
@@ -126,13 +126,13 @@ struct MlaArgs {
   int n_rope;
   float scale;
   int64_t n_q;
-  const float* q_abs;        // q_abs[t * q_tok_stride + h * q_head_stride + i], kv_lora wide
-  const float* q_pe;         // q_pe[t * q_tok_stride + h * q_head_stride + i], n_rope wide
+  const float* q_abs;  // q_abs[t * q_tok_stride + h * q_head_stride + i], kv_lora wide
+  const float* q_pe;   // q_pe[t * q_tok_stride + h * q_head_stride + i], n_rope wide
   int64_t q_tok_stride;
   int64_t q_head_stride;
   const int32_t* q_pos;
-  KvView kv;                 // row = [c | k_pe], head_offset unused
-  float* out;                // out[t * out_tok_stride + h * out_head_stride + i], kv_lora wide
+  KvView kv;   // row = [c | k_pe], head_offset unused
+  float* out;  // out[t * out_tok_stride + h * out_head_stride + i], kv_lora wide
   int64_t out_tok_stride;
   int64_t out_head_stride;
   int head_begin;
@@ -142,18 +142,18 @@ struct MlaArgs {
 // MoE routing (SPEC.md deepseek2 step 5), per token.
 enum class MoeGating { kSoftmax = 1, kSigmoid = 2 };
 struct MoeRouteArgs {
-  const float* logits;       // [n_tok][n_expert] router outputs
+  const float* logits;  // [n_tok][n_expert] router outputs
   int64_t n_tok;
   int n_expert;
   int n_expert_used;
-  int n_group = 1;           // expert_group_count (1 = no group limit)
+  int n_group = 1;  // expert_group_count (1 = no group limit)
   int n_group_used = 1;
   MoeGating gating = MoeGating::kSoftmax;
   const float* bias = nullptr;  // exp_probs_b: added for choosing only
   bool norm = false;            // expert_weights_norm
   float scale = 1.0f;           // expert_weights_scale
-  int32_t* ids;              // [n_tok][n_expert_used], the reference's slot order (descending choice score)
-  float* weights;            // [n_tok][n_expert_used]
+  int32_t* ids;                 // [n_tok][n_expert_used], the reference's slot order (descending choice score)
+  float* weights;               // [n_tok][n_expert_used]
 };
 
 // Lightning-indexer scores (../shared/SPEC-deepseek32-deepseek4.md 1.1) of one query
@@ -166,12 +166,12 @@ struct MoeRouteArgs {
 // product across lanes. BF16 keys take the query rounded to bf16 (nearest even) and multiply
 // with bf16 products (exact in f32), summed in f32 like the F32 keys.
 struct IndexerScoreArgs {
-  const void* q;             // packed query + weights (indexer_pack_query)
+  const void* q;  // packed query + weights (indexer_pack_query)
   int n_head;
-  int64_t dim;               // elements per key (even for BF16 keys)
-  KvView keys;               // type F32 or BF16
+  int64_t dim;  // elements per key (even for BF16 keys)
+  KvView keys;  // type F32 or BF16
   int64_t k0, k1;
-  float* out;                // [k1 - k0]
+  float* out;  // [k1 - k0]
 };
 
 // [INDEXER_QUERY_LAYOUT] hp = n_head rounded up to 16; bytes:

@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           nlohmann-json3-dev libspdlog-dev libhwloc-dev
           libpcre2-dev libicu-dev libsystemd-dev libgtest-dev libgmock-dev libbenchmark-dev
-          clang libclang-rt-dev curl python3
+          clang libclang-rt-dev clang-format curl python3
           systemd numactl nginx-light nodejs npm)
 # ocl-icd-opencl-dev: Debian's oneDNN CMake package config calls find_package(OpenCL REQUIRED)
 # (its GPU runtime is OpenCL), but libdnnl-dev only recommends it, and recommends are not installed.

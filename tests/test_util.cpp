@@ -25,9 +25,13 @@ std::string shared_dir() {
   return dir;
 }
 
-std::string shared_path(const std::string& rel) { return shared_dir() + "/" + rel; }
+std::string shared_path(const std::string& rel) {
+  return shared_dir() + "/" + rel;
+}
 
-std::string binary_dir() { return DS_BINARY_DIR; }
+std::string binary_dir() {
+  return DS_BINARY_DIR;
+}
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -48,8 +52,7 @@ void write_file_bytes(const std::string& path, const std::vector<uint8_t>& data)
 
 std::string make_temp_dir(const std::string& tag) {
   static std::mt19937_64 rng(std::random_device{}());
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ds-test-" + tag + "-" + std::to_string(rng() % 1000000000ULL));
+  auto dir = std::filesystem::temp_directory_path() / ("ds-test-" + tag + "-" + std::to_string(rng() % 1000000000ULL));
   std::filesystem::create_directories(dir);
   return dir.string();
 }
@@ -69,6 +72,8 @@ CommandResult run_command(const std::string& cmd) {
   return r;
 }
 
-std::string cli_path() { return binary_dir() + "/src/ds-cli"; }
+std::string cli_path() {
+  return binary_dir() + "/src/ds-cli";
+}
 
 }  // namespace ds::test

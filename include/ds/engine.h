@@ -17,25 +17,25 @@ class Tokenizer;
 
 struct EngineOptions {
   std::string model_path;
-  int n_ctx = 4096;          // max tokens per sequence (clamped to the model's context_length)
-  int n_parallel = 4;        // sequences the KV cache is sized for (n_ctx * n_parallel tokens)
-  int64_t kv_bytes = 0;      // alternative KV budget in bytes (0: use n_ctx * n_parallel)
-  int n_threads = 0;         // 0: one per physical core
-  std::string kv_type = "f16";   // f32 | f16 | bf16 | q8_0
-  std::string numa = "none";     // distribute | isolate | none
+  int n_ctx = 4096;             // max tokens per sequence (clamped to the model's context_length)
+  int n_parallel = 4;           // sequences the KV cache is sized for (n_ctx * n_parallel tokens)
+  int64_t kv_bytes = 0;         // alternative KV budget in bytes (0: use n_ctx * n_parallel)
+  int n_threads = 0;            // 0: one per physical core
+  std::string kv_type = "f16";  // f32 | f16 | bf16 | q8_0
+  std::string numa = "none";    // distribute | isolate | none
   // Lock the model's weights in RAM after load (the mapped file's pages still read, and the
   // repacked copies); a refusal (RLIMIT_MEMLOCK) is a load error naming the bytes needed.
   bool mlock = false;
-  int kv_block_size = 16;    // tokens per KV block
+  int kv_block_size = 16;      // tokens per KV block
   int max_batch_tokens = 512;  // most tokens one step may carry (sizes the scratch)
-  std::string isa;           // kernel table: ref | avx2 | avx512 | amx; empty: best (DS_ISA)
+  std::string isa;             // kernel table: ref | avx2 | avx512 | amx; empty: best (DS_ISA)
   // Repack the Q2_K-Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices into 16-row panels at load
   // (AVX-512 only; repack_supported in kernels/quant/repack.h, docs/repack.md).
   bool repack = true;
 };
 
 struct ModelInfo {
-  std::string arch;          // llama | qwen2 | deepseek2
+  std::string arch;  // llama | qwen2 | deepseek2
   std::string name;
   int n_vocab = 0;
   int n_ctx_train = 0;
@@ -53,7 +53,7 @@ struct SeqChunk {
   int32_t seq_id = 0;
   std::span<const int32_t> tokens;
   int32_t pos0 = 0;
-  bool all_logits = false;   // false: logits for the last token only; true: every token
+  bool all_logits = false;  // false: logits for the last token only; true: every token
 };
 
 class Engine {
@@ -108,7 +108,7 @@ class Engine {
 };
 
 // Stage names an engine reports in profile(), in this order.
-inline constexpr const char* kProfileStages[] = {
-    "norms+rope", "attention", "router", "ffn_dense", "ffn_experts", "output_head", "quantize_act", "sync", "other"};
+inline constexpr const char* kProfileStages[] = {"norms+rope",  "attention",    "router", "ffn_dense", "ffn_experts",
+                                                 "output_head", "quantize_act", "sync",   "other"};
 
 }  // namespace ds

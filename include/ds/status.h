@@ -62,7 +62,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}                                     // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) { assert(!status_.is_ok()); }  // NOLINT
 
   bool is_ok() const { return value_.has_value(); }
@@ -70,9 +70,18 @@ class [[nodiscard]] Result {
   const Status& status() const { return status_; }
   const std::string& message() const { return status_.message(); }
 
-  T& value() & { assert(value_); return *value_; }
-  const T& value() const& { assert(value_); return *value_; }
-  T&& value() && { assert(value_); return std::move(*value_); }
+  T& value() & {
+    assert(value_);
+    return *value_;
+  }
+  const T& value() const& {
+    assert(value_);
+    return *value_;
+  }
+  T&& value() && {
+    assert(value_);
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -83,9 +92,9 @@ class [[nodiscard]] Result {
 };
 
 // Propagate a failed Status from an expression returning Status.
-#define DS_RETURN_IF_ERROR(expr)          \
-  do {                                    \
-    ::ds::Status ds_status_ = (expr);     \
+#define DS_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::ds::Status ds_status_ = (expr);           \
     if (!ds_status_.is_ok()) return ds_status_; \
   } while (0)
 

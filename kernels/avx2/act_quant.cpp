@@ -11,7 +11,9 @@
 namespace ds::avx2 {
 namespace {
 
-__m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+__m256 abs_ps(__m256 v) {
+  return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
 
 float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -93,7 +95,8 @@ void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
 void to_f16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < n; ++i) y[i] = f32_to_fp16(x[i]);
 }
 
@@ -104,7 +107,8 @@ void to_bf16(const float* x, uint16_t* y, int64_t n) {
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
     // NaN (|u| > inf as signed compare is safe: both sides < 2^31): quiet, keep the sign.
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+    const __m256i nan =
+        _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
     const __m256i qnan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
     r = _mm256_blendv_epi8(r, qnan, nan);
     const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
@@ -118,7 +122,8 @@ void to_bf16(const float* x, uint16_t* y, int64_t n) {
 void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n) {
   float d;
   switch (act_type) {
-    case GgmlType::Q8_K: return quantize_q8_K(x, static_cast<BlockQ8_K*>(y), n);
+    case GgmlType::Q8_K:
+      return quantize_q8_K(x, static_cast<BlockQ8_K*>(y), n);
     case GgmlType::Q8_0: {
       auto* b = static_cast<BlockQ8_0*>(y);
       for (int64_t ib = 0; ib < n / kQK8_0; ++ib) quantize_block32(x + ib * kQK8_0, &b[ib].d, b[ib].qs, &d);
@@ -132,13 +137,20 @@ void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n) {
       }
       return;
     }
-    case GgmlType::F16: return to_f16(x, static_cast<uint16_t*>(y), n);
-    case GgmlType::BF16: return to_bf16(x, static_cast<uint16_t*>(y), n);
-    case GgmlType::F32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); return;
-    default: return;
+    case GgmlType::F16:
+      return to_f16(x, static_cast<uint16_t*>(y), n);
+    case GgmlType::BF16:
+      return to_bf16(x, static_cast<uint16_t*>(y), n);
+    case GgmlType::F32:
+      std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    default:
+      return;
   }
 }
 
-void store_kv(GgmlType t, const float* x, void* y, int64_t n) { quantize_act(t, x, y, n); }
+void store_kv(GgmlType t, const float* x, void* y, int64_t n) {
+  quantize_act(t, x, y, n);
+}
 
 }  // namespace ds::avx2

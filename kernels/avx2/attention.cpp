@@ -116,7 +116,8 @@ void Vec8::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {
       }
       break;
     }
-    default: return;
+    default:
+      return;
   }
   if (i < n) {
     const size_t esz = t == GgmlType::F32 ? 4 : 2;
@@ -126,7 +127,11 @@ void Vec8::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {
 
 }  // namespace
 
-void flash_attn(const AttnArgs& a) { simd::flash_attn<Vec8>(a); }
-void mla_attn(const MlaArgs& a) { simd::mla_attn<Vec8>(a); }
+void flash_attn(const AttnArgs& a) {
+  simd::flash_attn<Vec8>(a);
+}
+void mla_attn(const MlaArgs& a) {
+  simd::mla_attn<Vec8>(a);
+}
 
 }  // namespace ds::avx2

@@ -70,7 +70,8 @@ struct DotQ4K {
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m256i s = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j)
-      s = _mm256_add_epi32(s, dot_scaled(u.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j)), u.sc[j]));
+      s = _mm256_add_epi32(
+          s, dot_scaled(u.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j)), u.sc[j]));
     const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
     const float dall = a.d * u.d, dmin = a.d * u.dmin;
     acc.sum += dall * static_cast<float>(hsum_epi32(s)) - dmin * static_cast<float>(hsum_epi32(m));
@@ -130,7 +131,8 @@ struct DotQ6K {
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
     __m256i s = _mm256_setzero_si256();
     for (int i = 0; i < 8; ++i)
-      s = _mm256_add_epi32(s, dot_scaled(u.q[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * i)), u.sc[i]));
+      s = _mm256_add_epi32(
+          s, dot_scaled(u.q[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * i)), u.sc[i]));
     const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
     const int sumi = hsum_epi32(s) - (hsum_epi32(off) << 5);
     acc.sum += (a.d * u.d) * static_cast<float>(sumi);

@@ -27,7 +27,9 @@ struct KeyF32 {
   static Q load_q(const uint8_t* q, int64_t i, int hp, int h) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(q) + i * hp + h);
   }
-  static K load_k(const uint8_t* key, int64_t i) { return _mm256_broadcast_ss(reinterpret_cast<const float*>(key) + i); }
+  static K load_k(const uint8_t* key, int64_t i) {
+    return _mm256_broadcast_ss(reinterpret_cast<const float*>(key) + i);
+  }
   static __m256 fma(__m256 acc, Q q, K k) { return _mm256_fmadd_ps(q, k, acc); }
 };
 
@@ -43,14 +45,17 @@ struct KeyBF16 {
             _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))))};
   }
   static Q load_q(const uint8_t* q, int64_t i, int hp, int h) {
-    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(q) + (i * hp + h) * 2)));
+    return widen(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(q) + (i * hp + h) * 2)));
   }
   static K load_k(const uint8_t* key, int64_t i) {
     uint32_t pair;
     std::memcpy(&pair, key + 4 * i, sizeof(pair));
     return widen(_mm256_set1_epi32(static_cast<int>(pair)));
   }
-  static __m256 fma(__m256 acc, Q q, K k) { return _mm256_fmadd_ps(q.odd, k.odd, _mm256_fmadd_ps(q.even, k.even, acc)); }
+  static __m256 fma(__m256 acc, Q q, K k) {
+    return _mm256_fmadd_ps(q.odd, k.odd, _mm256_fmadd_ps(q.even, k.even, acc));
+  }
 };
 
 inline float hsum(__m256 v) {
@@ -79,7 +84,8 @@ struct RowCursor {
 // Prefetches the n rows from c on (rows of a paged cache: no stream for the hardware to detect).
 inline void prefetch_rows(RowCursor c, int n, size_t bytes) {
   for (int k = 0; k < n; ++k, c.next())
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(c.row() + off), _MM_HINT_T0);
+    for (size_t off = 0; off < bytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(c.row() + off), _MM_HINT_T0);
 }
 
 // out[k] += sum over the 16 heads from h of relu(q_h . key_{j+k}) * w_h, k < NK.
@@ -87,27 +93,28 @@ template <class P, int NK>
 void score_tile(const IndexerScoreArgs& a, const float* w, const uint8_t* q, int hp, int h, const uint8_t* const* key,
                 float* out) {
   __m256 acc[NH][NK];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int v = 0; v < NH; ++v)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < NK; ++k) acc[v][k] = _mm256_setzero_ps();
   const int64_t n = P::steps(a.dim);
   for (int64_t i = 0; i < n; ++i) {
     typename P::Q qv[NH];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < NH; ++v) qv[v] = P::load_q(q, i, hp, h + 8 * v);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < NK; ++k) {
       const typename P::K kb = P::load_k(key[k], i);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < NH; ++v) acc[v][k] = P::fma(acc[v][k], qv[v], kb);
     }
   }
   const __m256 zero = _mm256_setzero_ps();
   const __m256 w0 = _mm256_loadu_ps(w + h), w1 = _mm256_loadu_ps(w + h + 8);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int k = 0; k < NK; ++k)
-    out[k] += hsum(_mm256_fmadd_ps(_mm256_max_ps(acc[1][k], zero), w1, _mm256_mul_ps(_mm256_max_ps(acc[0][k], zero), w0)));
+    out[k] +=
+        hsum(_mm256_fmadd_ps(_mm256_max_ps(acc[1][k], zero), w1, _mm256_mul_ps(_mm256_max_ps(acc[0][k], zero), w0)));
 }
 
 template <class P>

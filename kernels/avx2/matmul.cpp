@@ -15,7 +15,7 @@
 namespace ds::avx2 {
 namespace {
 
-constexpr int kMaxTile = 4;      // activation rows per unpacked weight block
+constexpr int kMaxTile = 4;        // activation rows per unpacked weight block
 constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while rows stream past
 
 // out[t] = dot(weight row w, activation row act + t * act_stride), t < NT.
@@ -44,8 +44,8 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
 // rows at once with the same operations in the same order per lane: acc + float(sumi) *
 // (d_w * d_a), from 0 ([QUANT_EXACT]); so every output has the bits of the one-row tile.
 template <class Dq, int NT>
-void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t* act, size_t act_stride,
-                  float* out, int64_t out_stride) {
+void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t* act, size_t act_stride, float* out,
+                  int64_t out_stride) {
   using WB = typename Dq::WBlock;
   const BlockQ8_0* a[NT];
   __m256 acc[NT];
@@ -79,10 +79,10 @@ void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t*
         quad[t][q] = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
-        static_cast<short>(w[0][ib].d), static_cast<short>(w[1][ib].d), static_cast<short>(w[2][ib].d),
-        static_cast<short>(w[3][ib].d), static_cast<short>(w[4][ib].d), static_cast<short>(w[5][ib].d),
-        static_cast<short>(w[6][ib].d), static_cast<short>(w[7][ib].d)));
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[0][ib].d), static_cast<short>(w[1][ib].d),
+                                                     static_cast<short>(w[2][ib].d), static_cast<short>(w[3][ib].d),
+                                                     static_cast<short>(w[4][ib].d), static_cast<short>(w[5][ib].d),
+                                                     static_cast<short>(w[6][ib].d), static_cast<short>(w[7][ib].d)));
     for (int t = 0; t < NT; ++t) {
       const __m256i sumi = _mm256_set_m128i(quad[t][1], quad[t][0]);
       const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a[t][ib].d)));
@@ -93,7 +93,9 @@ void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t*
 }
 
 // Float weights: 8 elements per step; the tail step reads from a zero-padded copy.
-inline __m256 load8_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 inline __m256 load8_bf16(const uint16_t* p) {
   const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
@@ -197,10 +199,17 @@ struct Quant {
         const uint8_t* at = act + t * m.act_row_stride;
         float* o = m.out + t * m.out_stride + r;
         switch (t0 + nt - t) {  // < kMaxTile left
-          case 3: tile32_rows8<Dq, 3>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
-          case 2: tile32_rows8<Dq, 2>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
-          case 1: tile32_rows8<Dq, 1>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
-          default: break;
+          case 3:
+            tile32_rows8<Dq, 3>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride);
+            break;
+          case 2:
+            tile32_rows8<Dq, 2>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride);
+            break;
+          case 1:
+            tile32_rows8<Dq, 1>(nb, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride);
+            break;
+          default:
+            break;
         }
       }
     }
@@ -218,14 +227,22 @@ struct Float {
     const uint8_t* act = static_cast<const uint8_t*>(m.act);
     int64_t t = t0;
     for (; t + kMaxTile <= t0 + nt; t += kMaxTile)
-      tile_float<F, kMaxTile>(m.n_in, w, act + t * m.act_row_stride, m.act_row_stride, m.out + t * m.out_stride + r, m.out_stride);
+      tile_float<F, kMaxTile>(m.n_in, w, act + t * m.act_row_stride, m.act_row_stride, m.out + t * m.out_stride + r,
+                              m.out_stride);
     float* o = m.out + t * m.out_stride + r;
     const uint8_t* at = act + t * m.act_row_stride;
     switch (t0 + nt - t) {
-      case 3: tile_float<F, 3>(m.n_in, w, at, m.act_row_stride, o, m.out_stride); break;
-      case 2: tile_float<F, 2>(m.n_in, w, at, m.act_row_stride, o, m.out_stride); break;
-      case 1: tile_float<F, 1>(m.n_in, w, at, m.act_row_stride, o, m.out_stride); break;
-      default: break;
+      case 3:
+        tile_float<F, 3>(m.n_in, w, at, m.act_row_stride, o, m.out_stride);
+        break;
+      case 2:
+        tile_float<F, 2>(m.n_in, w, at, m.act_row_stride, o, m.out_stride);
+        break;
+      case 1:
+        tile_float<F, 1>(m.n_in, w, at, m.act_row_stride, o, m.out_stride);
+        break;
+      default:
+        break;
     }
   }
   static float dot(int64_t n, const void* w, const void* a) {
@@ -245,26 +262,46 @@ constexpr std::pair<RowFn, DotFn> fns() {
 
 std::pair<RowFn, DotFn> fast_path(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return fns<Float<DotF32>>();
-    case GgmlType::F16: return fns<Float<DotF16>>();
-    case GgmlType::BF16: return fns<Float<DotBF16>>();
-    case GgmlType::Q4_0: return fns<Quant<DotQ4_0>>();
-    case GgmlType::Q5_0: return fns<Quant<DotQ5_0>>();
-    case GgmlType::Q8_0: return fns<Quant<DotQ8_0>>();
-    case GgmlType::Q4_K: return fns<Quant<DotQ4K>>();
-    case GgmlType::Q5_K: return fns<Quant<DotQ5K>>();
-    case GgmlType::Q6_K: return fns<Quant<DotQ6K>>();
-    case GgmlType::IQ1_S: return fns<Quant<DotIQ1_S>>();
-    case GgmlType::IQ1_M: return fns<Quant<DotIQ1_M>>();
-    case GgmlType::IQ2_XXS: return fns<Quant<DotIQ2_XXS>>();
-    case GgmlType::IQ2_XS: return fns<Quant<DotIQ2_XS>>();
-    case GgmlType::IQ2_S: return fns<Quant<DotIQ2_S>>();
-    case GgmlType::IQ3_XXS: return fns<Quant<DotIQ3_XXS>>();
-    case GgmlType::IQ3_S: return fns<Quant<DotIQ3_S>>();
-    case GgmlType::IQ4_NL: return fns<Quant<DotIQ4_NL>>();
-    case GgmlType::IQ4_XS: return fns<Quant<DotIQ4_XS>>();
-    case GgmlType::MXFP4: return fns<Quant<DotMXFP4>>();
-    default: return {nullptr, nullptr};
+    case GgmlType::F32:
+      return fns<Float<DotF32>>();
+    case GgmlType::F16:
+      return fns<Float<DotF16>>();
+    case GgmlType::BF16:
+      return fns<Float<DotBF16>>();
+    case GgmlType::Q4_0:
+      return fns<Quant<DotQ4_0>>();
+    case GgmlType::Q5_0:
+      return fns<Quant<DotQ5_0>>();
+    case GgmlType::Q8_0:
+      return fns<Quant<DotQ8_0>>();
+    case GgmlType::Q4_K:
+      return fns<Quant<DotQ4K>>();
+    case GgmlType::Q5_K:
+      return fns<Quant<DotQ5K>>();
+    case GgmlType::Q6_K:
+      return fns<Quant<DotQ6K>>();
+    case GgmlType::IQ1_S:
+      return fns<Quant<DotIQ1_S>>();
+    case GgmlType::IQ1_M:
+      return fns<Quant<DotIQ1_M>>();
+    case GgmlType::IQ2_XXS:
+      return fns<Quant<DotIQ2_XXS>>();
+    case GgmlType::IQ2_XS:
+      return fns<Quant<DotIQ2_XS>>();
+    case GgmlType::IQ2_S:
+      return fns<Quant<DotIQ2_S>>();
+    case GgmlType::IQ3_XXS:
+      return fns<Quant<DotIQ3_XXS>>();
+    case GgmlType::IQ3_S:
+      return fns<Quant<DotIQ3_S>>();
+    case GgmlType::IQ4_NL:
+      return fns<Quant<DotIQ4_NL>>();
+    case GgmlType::IQ4_XS:
+      return fns<Quant<DotIQ4_XS>>();
+    case GgmlType::MXFP4:
+      return fns<Quant<DotMXFP4>>();
+    default:
+      return {nullptr, nullptr};
   }
 }
 

@@ -36,7 +36,11 @@ inline __m256i tail_mask(int64_t i, int64_t n) {
   const int64_t left = n - i >= 8 ? 8 : n - i;
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-inline __m256 load_masked(const float* p, int64_t i, int64_t n) { return _mm256_maskload_ps(p + i, tail_mask(i, n)); }
-inline void store_masked(float* p, int64_t i, int64_t n, __m256 v) { _mm256_maskstore_ps(p + i, tail_mask(i, n), v); }
+inline __m256 load_masked(const float* p, int64_t i, int64_t n) {
+  return _mm256_maskload_ps(p + i, tail_mask(i, n));
+}
+inline void store_masked(float* p, int64_t i, int64_t n, __m256 v) {
+  _mm256_maskstore_ps(p + i, tail_mask(i, n), v);
+}
 
 }  // namespace ds::avx2

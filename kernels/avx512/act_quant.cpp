@@ -64,7 +64,8 @@ void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
     // The first element of largest magnitude, with its sign (as the reference's scan).
     float max = 0.0f;
     for (int i = 0; i < 16; ++i) {
-      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * i)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+      const __mmask16 hit =
+          _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * i)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
       if (hit) {
         max = x[16 * i + __builtin_ctz(hit)];
         break;
@@ -96,8 +97,8 @@ void to_bf16(const float* x, uint16_t* y, int64_t n) {
     const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                 _mm512_set1_epi32(0x7F800000));
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
     r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(64));
     _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtepi32_epi16(r));
   }
@@ -107,13 +108,21 @@ void to_bf16(const float* x, uint16_t* y, int64_t n) {
 
 void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n) {
   switch (act_type) {
-    case GgmlType::Q8_K: return quantize_q8_K(x, static_cast<BlockQ8_K*>(y), n);
-    case GgmlType::Q8_0: return quantize_q8_0(x, static_cast<BlockQ8_0*>(y), n);
-    case GgmlType::Q8_1: return quantize_q8_1(x, static_cast<BlockQ8_1*>(y), n);
-    case GgmlType::F16: return to_f16(x, static_cast<uint16_t*>(y), n);
-    case GgmlType::BF16: return to_bf16(x, static_cast<uint16_t*>(y), n);
-    case GgmlType::F32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); return;
-    default: return;
+    case GgmlType::Q8_K:
+      return quantize_q8_K(x, static_cast<BlockQ8_K*>(y), n);
+    case GgmlType::Q8_0:
+      return quantize_q8_0(x, static_cast<BlockQ8_0*>(y), n);
+    case GgmlType::Q8_1:
+      return quantize_q8_1(x, static_cast<BlockQ8_1*>(y), n);
+    case GgmlType::F16:
+      return to_f16(x, static_cast<uint16_t*>(y), n);
+    case GgmlType::BF16:
+      return to_bf16(x, static_cast<uint16_t*>(y), n);
+    case GgmlType::F32:
+      std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    default:
+      return;
   }
 }
 

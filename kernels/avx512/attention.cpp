@@ -145,7 +145,8 @@ void Vec16::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {
     case GgmlType::BF16:
       for (int i = 0; i < n; i += 16) {
         const __m256i h = _mm256_maskz_loadu_epi16(tail_mask(i, n), src + 2 * i);
-        _mm512_mask_storeu_ps(dst + i, tail_mask(i, n), _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+        _mm512_mask_storeu_ps(dst + i, tail_mask(i, n),
+                              _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
       }
       return;
     case GgmlType::Q8_0: {
@@ -159,17 +160,24 @@ void Vec16::load_kv_row(GgmlType t, const uint8_t* src, float* dst, int n) {
       }
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 
 }  // namespace
 
-void flash_attn(const AttnArgs& a) { simd::flash_attn<Vec16>(a); }
+void flash_attn(const AttnArgs& a) {
+  simd::flash_attn<Vec16>(a);
+}
 void flash_attn_bf16(const AttnArgs& a) {
   simd::flash_attn<Vec16Bf16>(a);
 }
-void mla_attn(const MlaArgs& a) { simd::mla_attn<Vec16>(a); }
-void mla_attn_bf16(const MlaArgs& a) { simd::mla_attn<Vec16Bf16>(a); }
+void mla_attn(const MlaArgs& a) {
+  simd::mla_attn<Vec16>(a);
+}
+void mla_attn_bf16(const MlaArgs& a) {
+  simd::mla_attn<Vec16Bf16>(a);
+}
 
 }  // namespace ds::avx512

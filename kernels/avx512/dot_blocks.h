@@ -35,7 +35,9 @@ inline float hsum512(__m512 v) {
 
 // The 8 6-bit scales and 8 6-bit mins of a Q4_K/Q5_K block as 16 int16:
 // [sc0..sc7, m0..m7].
-inline __m256i k4_scales_mins(const uint8_t* q) { return _mm256_cvtepu8_epi16(k4_scale_min_bytes(q)); }
+inline __m256i k4_scales_mins(const uint8_t* q) {
+  return _mm256_cvtepu8_epi16(k4_scale_min_bytes(q));
+}
 
 // Index vectors for _mm512_permutexvar_epi16: lanes 0..15 take value a, lanes 16..31 b.
 inline __m512i idx_pair(int a, int b) {
@@ -44,10 +46,10 @@ inline __m512i idx_pair(int a, int b) {
 }
 // Lanes 8i..8i+7 take value base + i (i < 4).
 inline __m512i idx_quad(int base) {
-  return _mm512_set_epi16(base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 3,
-                          base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2,
-                          base + 1, base + 1, base + 1, base + 1, base + 1, base + 1, base + 1, base + 1,
-                          base, base, base, base, base, base, base, base);
+  return _mm512_set_epi16(base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 3, base + 2,
+                          base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 1, base + 1,
+                          base + 1, base + 1, base + 1, base + 1, base + 1, base + 1, base, base, base, base, base,
+                          base, base, base);
 }
 
 // Shared by Q4_K and Q5_K: 4 registers of 64 unsigned quants (sub-blocks 2k and 2k+1),
@@ -128,8 +130,9 @@ struct DotQ5K : DotQ4K {
     const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
     const __m512i sixteen = _mm512_set1_epi8(16);
     for (int k = 0; k < 4; ++k) {
-      const __m512i bit = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
-                                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
+      const __m512i bit =
+          _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
+                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
       const __mmask64 set = _mm512_test_epi8_mask(qh, bit);
       u.q[k] = _mm512_mask_add_epi8(u.q[k], set, u.q[k], sixteen);
     }
@@ -144,9 +147,9 @@ struct DotOffsetK {
   using ABlock = BlockQ8_K;
   static constexpr int kBlock = 256;
   struct Unpacked {
-    __m512i q[4];    // elements 64i .. 64i + 63, unsigned
-    __m512i sc[4];   // int16 scale per lane (sub-blocks of 16)
-    __m256i sc16;    // the 16 scales, for the offset through bsums
+    __m512i q[4];   // elements 64i .. 64i + 63, unsigned
+    __m512i sc[4];  // int16 scale per lane (sub-blocks of 16)
+    __m256i sc16;   // the 16 scales, for the offset through bsums
     float d;
   };
   using Acc = AccK;
@@ -244,8 +247,9 @@ struct DotQ3K : DotOffsetK<2> {
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
     const __m512i four = _mm512_set1_epi8(4);
     for (int k = 0; k < 4; ++k) {
-      const __m512i bit = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
-                                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
+      const __m512i bit =
+          _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
+                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
       const __m512i q = crumbs(b.qs, k);
       u.q[k] = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bit), q, four);
     }
@@ -357,7 +361,8 @@ struct DotMin32Base {
   using Acc = Acc32;
   static Acc zero() { return {0.0f}; }
   static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
-    const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
+    const __m256i p =
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u.q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
     acc.sum += static_cast<float>(hsum_epi32(p)) * (u.d * half_to_float(a.d)) + u.m * half_to_float(a.s);
   }
   static float reduce(const Acc& acc) { return acc.sum; }

@@ -69,7 +69,9 @@ struct KeyBF16Widened {
   }
   static Q load_q(const uint8_t* q, int64_t i, int hp, int h) { return widen(KeyBF16::load_q(q, i, hp, h)); }
   static K load_k(const uint8_t* key, int64_t i) { return widen(KeyBF16::load_k(key, i)); }
-  static __m512 fma(__m512 acc, Q q, K k) { return _mm512_fmadd_ps(q.odd, k.odd, _mm512_fmadd_ps(q.even, k.even, acc)); }
+  static __m512 fma(__m512 acc, Q q, K k) {
+    return _mm512_fmadd_ps(q.odd, k.odd, _mm512_fmadd_ps(q.even, k.even, acc));
+  }
 };
 
 // Walks the rows of a paged view from row j on, with one division per call, not per row.
@@ -91,7 +93,8 @@ struct RowCursor {
 // Prefetches the n rows from c on (rows of a paged cache: no stream for the hardware to detect).
 inline void prefetch_rows(RowCursor c, int n, size_t bytes) {
   for (int k = 0; k < n; ++k, c.next())
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(c.row() + off), _MM_HINT_T0);
+    for (size_t off = 0; off < bytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(c.row() + off), _MM_HINT_T0);
 }
 
 // out[k] += sum over the NH * 16 heads from h of relu(q_h . key_{j+k}) * w_h, k < NK.
@@ -99,30 +102,30 @@ template <class P, int NH, int NK>
 void score_tile(const IndexerScoreArgs& a, const float* w, const uint8_t* q, int hp, int h, const uint8_t* const* key,
                 float* out) {
   __m512 acc[NH][NK];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int v = 0; v < NH; ++v)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < NK; ++k) acc[v][k] = _mm512_setzero_ps();
   const int64_t n = P::steps(a.dim);
   for (int64_t i = 0; i < n; ++i) {
     typename P::Q qv[NH];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < NH; ++v) qv[v] = P::load_q(q, i, hp, h + 16 * v);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < NK; ++k) {
       const typename P::K kb = P::load_k(key[k], i);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < NH; ++v) acc[v][k] = P::fma(acc[v][k], qv[v], kb);
     }
   }
   __m512 wv[NH];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int v = 0; v < NH; ++v) wv[v] = _mm512_loadu_ps(w + h + 16 * v);
   const __m512 zero = _mm512_setzero_ps();
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int k = 0; k < NK; ++k) {
     __m512 s = _mm512_mul_ps(_mm512_max_ps(acc[0][k], zero), wv[0]);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 1; v < NH; ++v) s = _mm512_fmadd_ps(_mm512_max_ps(acc[v][k], zero), wv[v], s);
     out[k] += _mm512_reduce_add_ps(s);
   }
@@ -155,10 +158,18 @@ void scores(const IndexerScoreArgs& a) {
   // Groups of up to 64 heads (4 vectors); real indexers have exactly 64.
   for (int h = 0; h < hp; h += 64) {
     switch (std::min(4, (hp - h) / 16)) {
-      case 1: score_heads<P, 1>(a, w, q, hp, h, key_bytes); break;
-      case 2: score_heads<P, 2>(a, w, q, hp, h, key_bytes); break;
-      case 3: score_heads<P, 3>(a, w, q, hp, h, key_bytes); break;
-      default: score_heads<P, 4>(a, w, q, hp, h, key_bytes); break;
+      case 1:
+        score_heads<P, 1>(a, w, q, hp, h, key_bytes);
+        break;
+      case 2:
+        score_heads<P, 2>(a, w, q, hp, h, key_bytes);
+        break;
+      case 3:
+        score_heads<P, 3>(a, w, q, hp, h, key_bytes);
+        break;
+      default:
+        score_heads<P, 4>(a, w, q, hp, h, key_bytes);
+        break;
     }
   }
 }

@@ -17,9 +17,9 @@
 namespace ds::avx512 {
 namespace {
 
-constexpr int kTileRows = 2;       // weight rows unpacked together when there are >= kTileToks tokens
-constexpr int kTileToks = 4;       // activation rows multiplied with each unpacked block
-constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while weight rows stream past
+constexpr int kTileRows = 2;         // weight rows unpacked together when there are >= kTileToks tokens
+constexpr int kTileToks = 4;         // activation rows multiplied with each unpacked block
+constexpr int64_t kTokChunk = 64;    // activation rows kept hot in L2 while weight rows stream past
 constexpr int64_t kPanelMinTok = 8;  // from this many activation rows on, quantized types use panels
 // Activation rows per pass over a panel: unpacking a Q4_K panel costs about as much as 5
 // activation rows of arithmetic (measured: 4096x4096, 1 row 586 us, 64 rows 5.8 ms), so
@@ -30,8 +30,7 @@ constexpr int64_t kPanelChunk = kPanelMaxTok;
 // Each activation block is loaded once for NR weight rows; each weight block is unpacked
 // once for NT activation rows.
 template <class Dq, int NR, int NT>
-void tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, float* out,
-          int64_t ld) {
+void tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, float* out, int64_t ld) {
   using WB = typename Dq::WBlock;
   using AB = typename Dq::ABlock;
   typename Dq::Acc acc[NR][NT];
@@ -158,10 +157,17 @@ void run_rows(const MatmulArgs& m, int64_t r, int64_t t0, int64_t nt) {
   const uint8_t* at = act + t * m.act_row_stride;
   float* o = m.out + t * m.out_stride + r;
   switch (t0 + nt - t) {
-    case 3: Tile::template run<NR, 3>(m.n_in, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
-    case 2: Tile::template run<NR, 2>(m.n_in, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
-    case 1: Tile::template run<NR, 1>(m.n_in, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride); break;
-    default: break;
+    case 3:
+      Tile::template run<NR, 3>(m.n_in, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride);
+      break;
+    case 2:
+      Tile::template run<NR, 2>(m.n_in, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride);
+      break;
+    case 1:
+      Tile::template run<NR, 1>(m.n_in, w, m.w_row_stride, at, m.act_row_stride, o, m.out_stride);
+      break;
+    default:
+      break;
   }
 }
 
@@ -200,30 +206,54 @@ constexpr std::pair<MatmulFn, DotFn> fns() {
 template <bool kBf16>
 std::pair<MatmulFn, DotFn> fast_path(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return fns<FloatTile<DotF32>>();
-    case GgmlType::F16: return fns<FloatTile<DotF16>>();
-    case GgmlType::BF16: return kBf16 ? fns<FloatTile<DotBF16>>() : fns<FloatTile<DotBF16Widened>>();
-    case GgmlType::Q4_0: return fns<QuantTile<DotQ4_0>>();
-    case GgmlType::Q5_0: return fns<QuantTile<DotQ5_0>>();
-    case GgmlType::Q8_0: return fns<QuantTile<DotQ8_0>>();
-    case GgmlType::Q4_1: return fns<QuantTile<DotQ4_1>>();
-    case GgmlType::Q5_1: return fns<QuantTile<DotQ5_1>>();
-    case GgmlType::Q2_K: return fns<QuantTile<DotQ2K>>();
-    case GgmlType::Q3_K: return fns<QuantTile<DotQ3K>>();
-    case GgmlType::Q4_K: return fns<QuantTile<DotQ4K>>();
-    case GgmlType::Q5_K: return fns<QuantTile<DotQ5K>>();
-    case GgmlType::Q6_K: return fns<QuantTile<DotQ6K>>();
-    case GgmlType::IQ1_S: return fns<QuantTile<DotIQ1_S>>();
-    case GgmlType::IQ1_M: return fns<QuantTile<DotIQ1_M>>();
-    case GgmlType::IQ2_XXS: return fns<QuantTile<DotIQ2_XXS>>();
-    case GgmlType::IQ2_XS: return fns<QuantTile<DotIQ2_XS>>();
-    case GgmlType::IQ2_S: return fns<QuantTile<DotIQ2_S>>();
-    case GgmlType::IQ3_XXS: return fns<QuantTile<DotIQ3_XXS>>();
-    case GgmlType::IQ3_S: return fns<QuantTile<DotIQ3_S>>();
-    case GgmlType::IQ4_NL: return fns<QuantTile<DotIQ4_NL>>();
-    case GgmlType::IQ4_XS: return fns<QuantTile<DotIQ4_XS>>();
-    case GgmlType::MXFP4: return fns<QuantTile<DotMXFP4>>();
-    default: return {nullptr, nullptr};
+    case GgmlType::F32:
+      return fns<FloatTile<DotF32>>();
+    case GgmlType::F16:
+      return fns<FloatTile<DotF16>>();
+    case GgmlType::BF16:
+      return kBf16 ? fns<FloatTile<DotBF16>>() : fns<FloatTile<DotBF16Widened>>();
+    case GgmlType::Q4_0:
+      return fns<QuantTile<DotQ4_0>>();
+    case GgmlType::Q5_0:
+      return fns<QuantTile<DotQ5_0>>();
+    case GgmlType::Q8_0:
+      return fns<QuantTile<DotQ8_0>>();
+    case GgmlType::Q4_1:
+      return fns<QuantTile<DotQ4_1>>();
+    case GgmlType::Q5_1:
+      return fns<QuantTile<DotQ5_1>>();
+    case GgmlType::Q2_K:
+      return fns<QuantTile<DotQ2K>>();
+    case GgmlType::Q3_K:
+      return fns<QuantTile<DotQ3K>>();
+    case GgmlType::Q4_K:
+      return fns<QuantTile<DotQ4K>>();
+    case GgmlType::Q5_K:
+      return fns<QuantTile<DotQ5K>>();
+    case GgmlType::Q6_K:
+      return fns<QuantTile<DotQ6K>>();
+    case GgmlType::IQ1_S:
+      return fns<QuantTile<DotIQ1_S>>();
+    case GgmlType::IQ1_M:
+      return fns<QuantTile<DotIQ1_M>>();
+    case GgmlType::IQ2_XXS:
+      return fns<QuantTile<DotIQ2_XXS>>();
+    case GgmlType::IQ2_XS:
+      return fns<QuantTile<DotIQ2_XS>>();
+    case GgmlType::IQ2_S:
+      return fns<QuantTile<DotIQ2_S>>();
+    case GgmlType::IQ3_XXS:
+      return fns<QuantTile<DotIQ3_XXS>>();
+    case GgmlType::IQ3_S:
+      return fns<QuantTile<DotIQ3_S>>();
+    case GgmlType::IQ4_NL:
+      return fns<QuantTile<DotIQ4_NL>>();
+    case GgmlType::IQ4_XS:
+      return fns<QuantTile<DotIQ4_XS>>();
+    case GgmlType::MXFP4:
+      return fns<QuantTile<DotMXFP4>>();
+    default:
+      return {nullptr, nullptr};
   }
 }
 
@@ -272,11 +302,17 @@ void matmul_with(const MatmulArgs& m) {
 
 }  // namespace
 
-float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) { return vec_dot_with<true>(wtype, n, w, act); }
+float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
+  return vec_dot_with<true>(wtype, n, w, act);
+}
 float vec_dot_without_bf16(GgmlType wtype, int64_t n, const void* w, const void* act) {
   return vec_dot_with<false>(wtype, n, w, act);
 }
-void matmul(const MatmulArgs& m) { matmul_with<true>(m); }
-void matmul_without_bf16(const MatmulArgs& m) { matmul_with<false>(m); }
+void matmul(const MatmulArgs& m) {
+  matmul_with<true>(m);
+}
+void matmul_without_bf16(const MatmulArgs& m) {
+  matmul_with<false>(m);
+}
 
 }  // namespace ds::avx512

@@ -75,8 +75,9 @@ void gemv4_k4(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   __m512i bit5[4];  // register k's qh bits: sub-blocks (4h, 4h+2) low nibbles, (4h+1, 4h+3) high
   for (int h = 0; h < 2; ++h)
     for (int k = 0; k < 2; ++k)
-      bit5[2 * h + k] = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (4 * h + k))),
-                                               _mm512_set1_epi8(static_cast<char>(1 << (4 * h + k + 2))));
+      bit5[2 * h + k] =
+          _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (4 * h + k))),
+                                 _mm512_set1_epi8(static_cast<char>(1 << (4 * h + k + 2))));
   const __m512i sixteen = _mm512_set1_epi8(16);
   __m128 acc = _mm_setzero_ps();
   for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
@@ -192,11 +193,12 @@ void gemv4_q6k(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 // the low (j < 8) or high (j >= 8) nibble of scales[j % 8], high 2 bits from scales[8 + j % 4]
 // at bit 2 (j / 4); minus 32.
 inline __m512i q3k_scales_x4(__m512i raw) {
-  const __m512i lo_src = _mm512_shuffle_epi8(raw, _mm512_broadcast_i32x4(_mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)));
+  const __m512i lo_src =
+      _mm512_shuffle_epi8(raw, _mm512_broadcast_i32x4(_mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)));
   const __m512i hi_src = _mm512_shuffle_epi8(
       raw, _mm512_broadcast_i32x4(_mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13)));
-  const __m512i lo = _mm512_and_si512(_mm512_mask_blend_epi8(0xFF00FF00FF00FF00ull, lo_src, _mm512_srli_epi16(lo_src, 4)),
-                                      _mm512_set1_epi8(0x0F));
+  const __m512i lo = _mm512_and_si512(
+      _mm512_mask_blend_epi8(0xFF00FF00FF00FF00ull, lo_src, _mm512_srli_epi16(lo_src, 4)), _mm512_set1_epi8(0x0F));
   __m512i hi = _mm512_mask_blend_epi8(0x00F000F000F000F0ull, hi_src, _mm512_srli_epi16(hi_src, 2));
   hi = _mm512_mask_blend_epi8(0x0F000F000F000F00ull, hi, _mm512_srli_epi16(hi_src, 4));
   hi = _mm512_mask_blend_epi8(0xF000F000F000F000ull, hi, _mm512_srli_epi16(hi_src, 6));
@@ -223,19 +225,21 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     const BlockQ8_K& ab = a[ib];
     __m512i av[4];
     for (int f = 0; f < 4; ++f)
-      av[f] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * f))),
-                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 128 + 32 * f)), 1);
+      av[f] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * f))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 128 + 32 * f)), 1);
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
     const uint8_t* wb = w0 + ib * sizeof(WB);
     __m512i s[kRows];
-    __m256i off[kRows];  // per row: 8 int32 partials of sum offset_j * bsums_j
-    uint32_t dd[kRows] = {};  // Q2_K, per row: d and dmin as fp16 bits
+    __m256i off[kRows];          // per row: 8 int32 partials of sum offset_j * bsums_j
+    uint32_t dd[kRows] = {};     // Q2_K, per row: d and dmin as fp16 bits
     alignas(64) int8_t sc3[64];  // Q3_K: row r's 16 scales at 16 r
-    __m128 d3;                  // Q3_K: the 4 rows' d
+    __m128 d3;                   // Q3_K: the 4 rows' d
     if constexpr (kQ3) {
       const __m512i raw = load4x16(wb + offsetof(BlockQ3_K, scales) - 2, ws);
       _mm512_store_si512(sc3, q3k_scales_x4(raw));
-      d3 = _mm_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi16(_mm512_setr4_epi32(0x000F0007, 0x001F0017, 0, 0), raw)));
+      d3 = _mm_cvtph_ps(
+          _mm512_castsi512_si128(_mm512_permutexvar_epi16(_mm512_setr4_epi32(0x000F0007, 0x001F0017, 0, 0), raw)));
     }
     for (int r = 0; r < kRows; ++r) {
       const WB& b = *reinterpret_cast<const WB*>(wb + r * ws);
@@ -268,8 +272,8 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     const __m128i sumi = reduce_rows4(s);
     const __m512i o01 = _mm512_inserti64x4(_mm512_castsi256_si512(off[0]), off[1], 1);
     const __m512i o23 = _mm512_inserti64x4(_mm512_castsi256_si512(off[2]), off[3], 1);
-    const __m128i soff = reduce_chunks4(
-        _mm512_add_epi32(_mm512_shuffle_i32x4(o01, o23, 0x88), _mm512_shuffle_i32x4(o01, o23, 0xDD)));
+    const __m128i soff =
+        reduce_chunks4(_mm512_add_epi32(_mm512_shuffle_i32x4(o01, o23, 0x88), _mm512_shuffle_i32x4(o01, o23, 0xDD)));
     const __m128 ad = _mm_set1_ps(ab.d);
     if constexpr (kQ3) {
       const __m128i si = _mm_sub_epi32(sumi, _mm_slli_epi32(soff, 2));
@@ -279,7 +283,8 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       const __m128 d4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0x88);
       const __m128 m4 = _mm_shuffle_ps(_mm256_castps256_ps128(dm), _mm256_extractf128_ps(dm, 1), 0xDD);
       const __m128 dall = _mm_mul_ps(ad, d4), dmin = _mm_mul_ps(ad, m4);
-      acc = _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(dall, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(soff))));
+      acc =
+          _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(dall, _mm_cvtepi32_ps(sumi)), _mm_mul_ps(dmin, _mm_cvtepi32_ps(soff))));
     }
   }
   store_rows4(m.out + t * m.out_stride + r0, rstep, acc);
@@ -287,11 +292,16 @@ void gemv4_k23(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 
 Gemv4Fn gemv_pass(GgmlType t) {
   switch (t) {
-    case GgmlType::Q2_K: return gemv4_k23<false>;
-    case GgmlType::Q3_K: return gemv4_k23<true>;
-    case GgmlType::Q4_K: return gemv4_k4<BlockQ4_K, false>;
-    case GgmlType::Q5_K: return gemv4_k4<BlockQ5_K, true>;
-    case GgmlType::Q6_K: return gemv4_q6k;
+    case GgmlType::Q2_K:
+      return gemv4_k23<false>;
+    case GgmlType::Q3_K:
+      return gemv4_k23<true>;
+    case GgmlType::Q4_K:
+      return gemv4_k4<BlockQ4_K, false>;
+    case GgmlType::Q5_K:
+      return gemv4_k4<BlockQ5_K, true>;
+    case GgmlType::Q6_K:
+      return gemv4_q6k;
     default: {
       const Gemv4Fn f = gemv4_fn_32(t);
       return f ? f : gemv4_fn_iq(t);
@@ -301,7 +311,9 @@ Gemv4Fn gemv_pass(GgmlType t) {
 
 }  // namespace
 
-bool gemv_supported(GgmlType t) { return gemv_pass(t) != nullptr; }
+bool gemv_supported(GgmlType t) {
+  return gemv_pass(t) != nullptr;
+}
 
 int64_t gemv_max_tok(GgmlType t) {
   // Batched decode: up to 4 tokens, the 4-row K-quant passes beat the tile loop even though
@@ -324,14 +336,25 @@ int64_t gemv_max_tok(GgmlType t) {
   // 4 797/759, 8 1181/1514; IQ2_S 2 419/323, 3 396/478; IQ3_S 4 509/481, 8 570/942.
   // IQ4_NL/MXFP4 passes cost ~1.3 ns per block and row against the tile loop's ~2.
   switch (t) {
-    case GgmlType::IQ1_S: return INT64_MAX;
-    case GgmlType::IQ2_XXS: return 16;
-    case GgmlType::IQ4_XS: return 12;
-    case GgmlType::IQ4_NL: case GgmlType::MXFP4: return 7;
-    case GgmlType::IQ3_S: case GgmlType::IQ1_M: return 4;
-    case GgmlType::IQ2_XS: case GgmlType::IQ3_XXS: return 3;
-    case GgmlType::IQ2_S: return 2;
-    default: break;
+    case GgmlType::IQ1_S:
+      return INT64_MAX;
+    case GgmlType::IQ2_XXS:
+      return 16;
+    case GgmlType::IQ4_XS:
+      return 12;
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
+      return 7;
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_M:
+      return 4;
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ3_XXS:
+      return 3;
+    case GgmlType::IQ2_S:
+      return 2;
+    default:
+      break;
   }
   if (t == GgmlType::Q3_K) return 2;
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q5_0 || t == GgmlType::Q2_K ? 4 : 1;

@@ -19,7 +19,6 @@
 // one lane per row, so results are bit-identical to kernels/ref and to the tile loop.
 #include "kernels/avx512/intrinsics.h"
 
-
 #include "kernels/avx512/dot_blocks.h"
 #include "kernels/avx512/gemv_common.h"
 #include "kernels/avx512/kernels_avx512.h"
@@ -37,10 +36,14 @@ struct Span4 {
   __m512i lo, hi, d;
 };
 
-inline __m512i load64(const uint8_t* p, int off) { return _mm512_loadu_si512(p + off); }
+inline __m512i load64(const uint8_t* p, int off) {
+  return _mm512_loadu_si512(p + off);
+}
 // Words of a span from two 64-byte tables loaded at byte offsets oa and ob (word g of the
 // span is word g - oa/2 of the first table if it lies there, else of the second).
-inline int table_word(int g, int oa, int ob) { return g - oa / 2 < 32 ? g - oa / 2 : 32 + g - ob / 2; }
+inline int table_word(int g, int oa, int ob) {
+  return g - oa / 2 < 32 ? g - oa / 2 : 32 + g - ob / 2;
+}
 
 // The Q8_0 activation (34-byte blocks: d, qs[32]). Block b's qs are words 17b + 1 .. 17b
 // + 16; the lo halves come from bytes [0, 128), the hi halves from [8, 136), so no load
@@ -114,7 +117,6 @@ struct DotFor<SpanQ5_0> {
   using T = DotQ5_0;
 };
 
-
 template <class S>
 void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   using WB = typename S::WB;
@@ -136,9 +138,11 @@ void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       dw = _mm512_mask_blend_epi16(0x1111u << r, dw, u.d);
     }
     // chunk b = [row 0..3] of block b, minus offset * (the activation block sums)
-    const __m512i sa = chunk_sums(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, a.lo), ones, a.hi));
+    const __m512i sa =
+        chunk_sums(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, a.lo), ones, a.hi));
     const __m512i sumi = _mm512_sub_epi32(transpose_add4(z), _mm512_slli_epi32(sa, S::kOffShift));
-    const __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(dw)), _mm512_cvtph_ps(_mm512_castsi512_si256(a.d)));
+    const __m512 dd =
+        _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(dw)), _mm512_cvtph_ps(_mm512_castsi512_si256(a.d)));
     const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), dd);
     acc = _mm_add_ps(acc, _mm512_castps512_ps128(v));
     acc = _mm_add_ps(acc, _mm512_extractf32x4_ps(v, 1));
@@ -168,9 +172,12 @@ void gemv4_32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 
 Gemv4Fn gemv4_fn_32(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_0: return gemv4_32<SpanQ4_0>;
-    case GgmlType::Q5_0: return gemv4_32<SpanQ5_0>;
-    default: return nullptr;
+    case GgmlType::Q4_0:
+      return gemv4_32<SpanQ4_0>;
+    case GgmlType::Q5_0:
+      return gemv4_32<SpanQ5_0>;
+    default:
+      return nullptr;
   }
 }
 

@@ -77,8 +77,8 @@ void gemv4_iq4xs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       std::memcpy(&sl, b.scales_l, 4);
       // byte ib: low nibble from scales_l, bits 4-5 from scales_h
       const uint64_t sc8 = _pdep_u64(sl, 0x0F0F0F0F0F0F0F0Full) | _pdep_u64(b.scales_h, 0x0303030303030303ull) << 4;
-      const __m512i sc32 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))),
-                                            _mm512_set1_epi32(32));
+      const __m512i sc32 =
+          _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))), _mm512_set1_epi32(32));
       __m512i sl_sum = _mm512_setzero_si512(), sh_sum = _mm512_setzero_si512();
       for (int h = 0; h < 2; ++h) {
         const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
@@ -128,8 +128,8 @@ void gemv4_iq4xs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t
       uint32_t sl;
       std::memcpy(&sl, b.scales_l, 4);
       const uint64_t sc8 = _pdep_u64(sl, 0x0F0F0F0F0F0F0F0Full) | _pdep_u64(b.scales_h, 0x0303030303030303ull) << 4;
-      const __m512i sc32 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))),
-                                            _mm512_set1_epi32(32));
+      const __m512i sc32 =
+          _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))), _mm512_set1_epi32(32));
       for (int h = 0; h < 2; ++h) {
         const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
         rows[r].ul[h] = _mm512_shuffle_epi8(tab, _mm512_and_si512(q, m4));
@@ -151,8 +151,10 @@ void gemv4_iq4xs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t
       for (int r = 0; r < kRows; ++r) {
         __m512i sl_sum = _mm512_setzero_si512(), sh_sum = _mm512_setzero_si512();
         for (int h = 0; h < 2; ++h) {
-          sl_sum = _mm512_add_epi32(sl_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(cl[h], rows[r].ul[h], al[h]), rows[r].sc[h]));
-          sh_sum = _mm512_add_epi32(sh_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(ch[h], rows[r].uh[h], ah[h]), rows[r].sc[h]));
+          sl_sum = _mm512_add_epi32(
+              sl_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(cl[h], rows[r].ul[h], al[h]), rows[r].sc[h]));
+          sh_sum = _mm512_add_epi32(
+              sh_sum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(ch[h], rows[r].uh[h], ah[h]), rows[r].sc[h]));
         }
         const float d = rows[r].d * ab.d;
         acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes8(sl_sum, sh_sum)), acc[t][r]);
@@ -203,7 +205,8 @@ inline __m256i ksigns_bytes(__m256i w) {
     return _mm256_ternarylogic_epi32(a, b, _mm256_set1_epi32(mask), 0xD8);
   };
   const __m256i c = _mm256_and_si256(
-      sel(sel(sel(_mm256_slli_epi32(w, 3), _mm256_slli_epi32(w, 2), 0x007FFFFF), _mm256_slli_epi32(w, 1), 0x00007FFF), w, 0x7F),
+      sel(sel(sel(_mm256_slli_epi32(w, 3), _mm256_slli_epi32(w, 2), 0x007FFFFF), _mm256_slli_epi32(w, 1), 0x00007FFF),
+          w, 0x7F),
       _mm256_set1_epi32(0x7F7F7F7F));
   __m256i x = _mm256_xor_si256(c, _mm256_srli_epi32(c, 4));  // per byte: bit 0 ends as the parity
   x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 2));
@@ -234,12 +237,13 @@ struct LevelPairs {
   }
   // The bytes of entries 8p..8p+7 of 32 codes (words).
   __m512i bytes(__m512i codes, int p) const {
-    const __m512i group = _mm512_setr_epi32(0, 0, 0x00010001, 0x00010001, 0x00020002, 0x00020002, 0x00030003, 0x00030003,
-                                            0x00040004, 0x00040004, 0x00050005, 0x00050005, 0x00060006, 0x00060006,
-                                            0x00070007, 0x00070007);  // word 4g + w: g
-    const __m512i rep = _mm512_permutexvar_epi16(_mm512_add_epi16(group, _mm512_set1_epi16(static_cast<short>(8 * p))), codes);
-    return _mm512_permutexvar_epi16(_mm512_srlv_epi16(rep, _mm512_set4_epi32(0x000C0008, 0x00040000, 0x000C0008, 0x00040000)),
-                                    pairs);
+    const __m512i group = _mm512_setr_epi32(0, 0, 0x00010001, 0x00010001, 0x00020002, 0x00020002, 0x00030003,
+                                            0x00030003, 0x00040004, 0x00040004, 0x00050005, 0x00050005, 0x00060006,
+                                            0x00060006, 0x00070007, 0x00070007);  // word 4g + w: g
+    const __m512i rep =
+        _mm512_permutexvar_epi16(_mm512_add_epi16(group, _mm512_set1_epi16(static_cast<short>(8 * p))), codes);
+    return _mm512_permutexvar_epi16(
+        _mm512_srlv_epi16(rep, _mm512_set4_epi32(0x000C0008, 0x00040000, 0x000C0008, 0x00040000)), pairs);
   }
 };
 
@@ -269,10 +273,13 @@ struct Grid2 {
   }
   [[gnu::always_inline]] __m512i lookup(__m512i idx) const {
     const auto sel = [&](int i) { return _mm512_permutex2var_epi16(t[2 * i], idx, t[2 * i + 1]); };
-    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)), b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
-    const __m512i lo = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(0), sel(1)), _mm512_mask_blend_epi16(b6, sel(2), sel(3)));
+    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)),
+                    b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
+    const __m512i lo = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(0), sel(1)),
+                                               _mm512_mask_blend_epi16(b6, sel(2), sel(3)));
     if constexpr (kEntries == 256) return lo;
-    const __m512i hi = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(4), sel(5)), _mm512_mask_blend_epi16(b6, sel(6), sel(7)));
+    const __m512i hi = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(4), sel(5)),
+                                               _mm512_mask_blend_epi16(b6, sel(6), sel(7)));
     return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(idx, _mm512_set1_epi16(256)), lo, hi);
   }
 };
@@ -310,10 +317,13 @@ struct Grid3 {
   // blend tree on index bits 6, 7 (and 8). kEntries is 256 or 512.
   [[gnu::always_inline]] __m512i lookup(__m512i idx) const {
     const auto sel = [&](int i) { return _mm512_permutex2var_epi16(t[2 * i], idx, t[2 * i + 1]); };
-    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)), b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
-    const __m512i lo = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(0), sel(1)), _mm512_mask_blend_epi16(b6, sel(2), sel(3)));
+    const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)),
+                    b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
+    const __m512i lo = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(0), sel(1)),
+                                               _mm512_mask_blend_epi16(b6, sel(2), sel(3)));
     if constexpr (kEntries == 256) return lo;
-    const __m512i hi = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(4), sel(5)), _mm512_mask_blend_epi16(b6, sel(6), sel(7)));
+    const __m512i hi = _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, sel(4), sel(5)),
+                                               _mm512_mask_blend_epi16(b6, sel(6), sel(7)));
     return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(idx, _mm512_set1_epi16(256)), lo, hi);
   }
   // The bytes of entries 16h..16h+15 of 32 codes.
@@ -340,8 +350,9 @@ void gemv4_iq3xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     av.load(ab);
     for (int r = 0; r < kRows; ++r) {
       const BlockIQ3_XXS& b = reinterpret_cast<const BlockIQ3_XXS*>(w0 + r * ws)[ib];
-      const __m512i codes[2] = {grid.lookup(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)))),
-                                grid.lookup(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32))))};
+      const __m512i codes[2] = {
+          grid.lookup(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)))),
+          grid.lookup(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32))))};
       const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64));
       alignas(32) uint64_t sg[4];
       _mm256_store_si256(reinterpret_cast<__m256i*>(sg), ksigns_bytes(wb));
@@ -351,14 +362,15 @@ void gemv4_iq3xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       for (int p = 0; p < 4; ++p) {
         const __m512i g = grid.bytes(codes[p / 2], p % 2);
         const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
-        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
+        s = _mm512_add_epi32(s,
+                             _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
       }
       const float d = half_to_float(b.d) * ab.d;
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
     }
   }
-  const __m128 res = _mm_setr_ps(0.25f * hsum256(acc[0]), 0.25f * hsum256(acc[1]), 0.25f * hsum256(acc[2]),
-                                 0.25f * hsum256(acc[3]));
+  const __m128 res =
+      _mm_setr_ps(0.25f * hsum256(acc[0]), 0.25f * hsum256(acc[1]), 0.25f * hsum256(acc[2]), 0.25f * hsum256(acc[3]));
   store_rows4(m.out + t * m.out_stride + r0, rstep, res);
 }
 
@@ -385,17 +397,20 @@ void gemv4_iq3s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       __m512i codes[2];
       for (int h = 0; h < 2; ++h) {
         const __m512i lo = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)));
-        codes[h] = grid.lookup(
-            _mm512_mask_add_epi16(lo, _cvtu32_mask32(static_cast<uint32_t>(qh >> (32 * h))), lo, _mm512_set1_epi16(256)));
+        codes[h] = grid.lookup(_mm512_mask_add_epi16(lo, _cvtu32_mask32(static_cast<uint32_t>(qh >> (32 * h))), lo,
+                                                     _mm512_set1_epi16(256)));
       }
       const __m512i sc8 = _mm512_castsi256_si512(_mm256_add_epi32(
-          _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(_pdep_u64(sc4, 0x0F0F0F0F0F0F0F0Full)))), 1),
+          _mm256_slli_epi32(
+              _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(_pdep_u64(sc4, 0x0F0F0F0F0F0F0F0Full)))),
+              1),
           _mm256_set1_epi32(1)));
       __m512i s = _mm512_setzero_si512();
       for (int p = 0; p < 4; ++p) {
         const __m512i g = grid.bytes(codes[p / 2], p % 2);
         const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
-        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
+        s = _mm512_add_epi32(s,
+                             _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
       }
       const float d = half_to_float(b.d) * ab.d;
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
@@ -447,8 +462,10 @@ void gemv4_iq2xxs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t 
       for (int r = 0; r < kRows; ++r) {
         __m512i s = _mm512_setzero_si512();
         for (int p = 0; p < 4; ++p) {
-          const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(rows[r].sg[p]), _mm512_setzero_si512(), av.x[p]);
-          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), rows[r].g[p], x), rows[r].sc[p]));
+          const __m512i x =
+              _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(rows[r].sg[p]), _mm512_setzero_si512(), av.x[p]);
+          s = _mm512_add_epi32(
+              s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), rows[r].g[p], x), rows[r].sc[p]));
         }
         const float d = rows[r].d * ab.d;
         acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[t][r]);
@@ -462,7 +479,8 @@ void gemv4_iq2xxs_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t 
 }
 
 void gemv4_iq2xxs_tokens(const MatmulArgs& m, int64_t r0, int64_t rstep) {
-  for (int64_t t0 = 0; t0 < m.n_tok; t0 += 64) gemv4_iq2xxs_chunk(m, r0, rstep, t0, std::min<int64_t>(64, m.n_tok - t0));
+  for (int64_t t0 = 0; t0 < m.n_tok; t0 += 64)
+    gemv4_iq2xxs_chunk(m, r0, rstep, t0, std::min<int64_t>(64, m.n_tok - t0));
 }
 
 // IQ2_XS: a u16 per group (9-bit index, 7-bit sign code: its parity computed as for
@@ -490,8 +508,9 @@ void gemv4_iq2xs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       x = _mm512_xor_si512(x, _mm512_srli_epi16(x, 2));
       x = _mm512_xor_si512(x, _mm512_srli_epi16(x, 1));
       alignas(32) uint64_t sg[4];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(sg),
-                         _mm512_cvtepi16_epi8(_mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(x, _mm512_set1_epi16(1)), 7))));
+      _mm256_store_si256(
+          reinterpret_cast<__m256i*>(sg),
+          _mm512_cvtepi16_epi8(_mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(x, _mm512_set1_epi16(1)), 7))));
       const __m512i sc16 = iq2_scales16(b.scales);
       __m512i s = _mm512_setzero_si512();
       for (int p = 0; p < 4; ++p) {
@@ -534,7 +553,8 @@ void gemv4_iq2s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       __m512i s = _mm512_setzero_si512();
       for (int h = 0; h < 2; ++h) {
         const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h)));
-        const __m512i hi = _mm512_and_si512(_mm512_sllv_epi32(_mm512_permutexvar_epi32(idx_h[h], qh), shl), _mm512_set1_epi32(0x300));
+        const __m512i hi =
+            _mm512_and_si512(_mm512_sllv_epi32(_mm512_permutexvar_epi32(idx_h[h], qh), shl), _mm512_set1_epi32(0x300));
         const __m512i gi = _mm512_or_si512(lo, hi);
         for (int k = 0; k < 2; ++k) {
           const int p = 2 * h + k;
@@ -581,7 +601,8 @@ void gemv4_iq2xxs(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       for (int p = 0; p < 4; ++p) {
         const __m512i g = grid.expand.bytes(codes, p);
         const __m512i x = _mm512_mask_sub_epi8(av.x[p], _cvtu64_mask64(sg[p]), _mm512_setzero_si512(), av.x[p]);
-        s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
+        s = _mm512_add_epi32(s,
+                             _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, x), scale_pair(sc8, p)));
       }
       const float d = half_to_float(b.d) * ab.d;
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
@@ -620,7 +641,8 @@ void gemv4_iq1s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     for (int p = 0; p < 4; ++p)
       neg_sums[p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, av.x[p]));
     // bsums of each sub-block (pairs of 16) as 8 int32
-    const __m256i bs32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), _mm256_set1_epi16(1));
+    const __m256i bs32 =
+        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), _mm256_set1_epi16(1));
     for (int r = 0; r < kRows; ++r) {
       const BlockIQ1_S& b = reinterpret_cast<const BlockIQ1_S*>(w0 + r * ws)[ib];
       const __m256i qh = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)));
@@ -642,8 +664,9 @@ void gemv4_iq1s(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
         }
       }
       // delta: (2s + 1) * (-1 if bit 15) * bsums pair
-      const __m256i dsc = _mm256_mask_sub_epi32(_mm512_castsi512_si256(sc8), _mm256_movepi32_mask(_mm256_slli_epi32(qh, 16)),
-                                                _mm256_setzero_si256(), _mm512_castsi512_si256(sc8));
+      const __m256i dsc =
+          _mm256_mask_sub_epi32(_mm512_castsi512_si256(sc8), _mm256_movepi32_mask(_mm256_slli_epi32(qh, 16)),
+                                _mm256_setzero_si256(), _mm512_castsi512_si256(sc8));
       const int sum1 = hsum_epi32(_mm256_mullo_epi32(dsc, bs32));
       const float d = half_to_float(b.d) * ab.d;
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[r]);
@@ -687,12 +710,15 @@ void gemv4_iq1m(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
       const BlockIQ1_M& b = reinterpret_cast<const BlockIQ1_M*>(w0 + r * ws)[ib];
       uint16_t sw[4];
       std::memcpy(sw, b.scales, 8);
-      const uint16_t dbits = static_cast<uint16_t>((sw[0] >> 12) | ((sw[1] >> 8) & 0xF0) | ((sw[2] >> 4) & 0xF00) | (sw[3] & 0xF000));
+      const uint16_t dbits =
+          static_cast<uint16_t>((sw[0] >> 12) | ((sw[1] >> 8) & 0xF0) | ((sw[2] >> 4) & 0xF00) | (sw[3] & 0xF000));
       // the 16 scales 2 s + 1, half-sub-block h in dword h
-      const __m512i w16 = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                                   _mm512_castsi128_si512(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)))));
+      const __m512i w16 = _mm512_permutexvar_epi32(
+          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+          _mm512_castsi128_si512(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)))));
       const __m512i sc16 = _mm512_add_epi32(
-          _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(w16, _mm512_set4_epi32(9, 6, 3, 0)), _mm512_set1_epi32(7)), 1),
+          _mm512_slli_epi32(
+              _mm512_and_si512(_mm512_srlv_epi32(w16, _mm512_set4_epi32(9, 6, 3, 0)), _mm512_set1_epi32(7)), 1),
           _mm512_set1_epi32(1));
       const __m512i qh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh)));
       __m512i s = _mm512_setzero_si512(), sd = _mm512_setzero_si512();
@@ -710,8 +736,9 @@ void gemv4_iq1m(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
           // lanes 2j, 2j + 1 belong to group 8p + j: its delta sign times the lane sums
           const __mmask16 gneg = static_cast<__mmask16>((neg >> (8 * k)) & 0xFF);
           const __mmask16 lane_neg = static_cast<__mmask16>(_pdep_u32(gneg, 0x5555) | _pdep_u32(gneg, 0xAAAA));
-          const __m512i dl = _mm512_mask_sub_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), neg_sums[p]), lane_neg,
-                                                   _mm512_setzero_si512(), _mm512_sub_epi32(_mm512_setzero_si512(), neg_sums[p]));
+          const __m512i dl =
+              _mm512_mask_sub_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), neg_sums[p]), lane_neg,
+                                    _mm512_setzero_si512(), _mm512_sub_epi32(_mm512_setzero_si512(), neg_sums[p]));
           sd = _mm512_add_epi32(sd, _mm512_mullo_epi32(dl, sc));
         }
       }
@@ -778,12 +805,15 @@ void gemv4_iq1s_chunk(const MatmulArgs& m, int64_t r0, int64_t rstep, int64_t t0
       av.load(ab);
       __m512i neg_sums[4];
       for (int p = 0; p < 4; ++p)
-        neg_sums[p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, av.x[p]));
-      const __m256i bs32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), _mm256_set1_epi16(1));
+        neg_sums[p] =
+            _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, av.x[p]));
+      const __m256i bs32 =
+          _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), _mm256_set1_epi16(1));
       for (int r = 0; r < kRows; ++r) {
         __m512i s = _mm512_setzero_si512();
         for (int p = 0; p < 4; ++p)
-          s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(neg_sums[p], rows[r].g[p], av.x[p]), rows[r].sc[p]));
+          s = _mm512_add_epi32(
+              s, _mm512_mullo_epi32(_mm512_dpbusd_epi32(neg_sums[p], rows[r].g[p], av.x[p]), rows[r].sc[p]));
         const int sum1 = hsum_epi32(_mm256_mullo_epi32(rows[r].dsc, bs32));
         const float d = rows[r].d * ab.d;
         acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(s)), acc[t][r]);
@@ -825,10 +855,11 @@ void gemv4_nl32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
   for (int64_t is = 0; is < n_steps; ++is) {
     const uint8_t* ab = act + is * 4 * sizeof(BlockQ8_0);
     const __m512i alo = load4x16(ab + 2, sizeof(BlockQ8_0)), ahi = load4x16(ab + 18, sizeof(BlockQ8_0));
-    const __m512i corr = chunk_sums(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, alo), k128, ahi));
-    const __m128 da = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(iq_load16(ab)), static_cast<short>(iq_load16(ab + 34)),
-                                                  static_cast<short>(iq_load16(ab + 68)), static_cast<short>(iq_load16(ab + 102)),
-                                                  0, 0, 0, 0));
+    const __m512i corr =
+        chunk_sums(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, alo), k128, ahi));
+    const __m128 da = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(iq_load16(ab)), static_cast<short>(iq_load16(ab + 34)),
+                       static_cast<short>(iq_load16(ab + 68)), static_cast<short>(iq_load16(ab + 102)), 0, 0, 0, 0));
     const uint8_t* wb = w0 + is * 4 * sizeof(WB);
     __m512i z[kRows];
     alignas(16) uint32_t head[kRows * 2];  // MXFP4: e of 4 blocks per row; IQ4_NL: d of 4 blocks per row (2 words)
@@ -849,19 +880,22 @@ void gemv4_nl32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
     const __m512i sumi = _mm512_sub_epi32(transpose_add4(z), corr);
     __m512 dw;  // lane 4 b + r: row r's scale of block b
     if constexpr (kMx) {
-      const __m512i e = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(head)), tr8));
+      const __m512i e =
+          _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(head)), tr8));
       const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
       const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
       dw = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
     } else {
       // words r * 4 + b -> b * 4 + r: within each 128-bit half, then across
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(head));  // rows 0,1 | rows 2,3
-      const __m256i x = _mm256_shuffle_epi8(h, _mm256_broadcastsi128_si256(tr16a));  // per half: b0r0 b0r1 b1r0 b1r1 ...
+      const __m256i x =
+          _mm256_shuffle_epi8(h, _mm256_broadcastsi128_si256(tr16a));  // per half: b0r0 b0r1 b1r0 b1r1 ...
       const __m256i y = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
       dw = _mm512_cvtph_ps(y);
     }
-    const __m512 dd = _mm512_mul_ps(dw, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                                               _mm512_castps128_ps512(da)));
+    const __m512 dd =
+        _mm512_mul_ps(dw, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                _mm512_castps128_ps512(da)));
     const __m512 v = _mm512_cvtepi32_ps(sumi);
     acc = _mm_fmadd_ps(_mm512_castps512_ps128(v), _mm512_castps512_ps128(dd), acc);
     acc = _mm_fmadd_ps(_mm512_extractf32x4_ps(v, 1), _mm512_extractf32x4_ps(dd, 1), acc);
@@ -890,26 +924,41 @@ void gemv4_nl32(const MatmulArgs& m, int64_t t, int64_t r0, int64_t rstep) {
 
 GemvTokensFn gemv_tokens_fn_iq(GgmlType t) {
   switch (t) {
-    case GgmlType::IQ4_XS: return gemv4_iq4xs_tokens;
-    case GgmlType::IQ2_XXS: return gemv4_iq2xxs_tokens;
-    case GgmlType::IQ1_S: return gemv4_iq1s_tokens;
-    default: return nullptr;
+    case GgmlType::IQ4_XS:
+      return gemv4_iq4xs_tokens;
+    case GgmlType::IQ2_XXS:
+      return gemv4_iq2xxs_tokens;
+    case GgmlType::IQ1_S:
+      return gemv4_iq1s_tokens;
+    default:
+      return nullptr;
   }
 }
 
 Gemv4Fn gemv4_fn_iq(GgmlType t) {
   switch (t) {
-    case GgmlType::IQ4_XS: return gemv4_iq4xs;
-    case GgmlType::IQ2_XXS: return gemv4_iq2xxs;
-    case GgmlType::IQ2_XS: return gemv4_iq2xs;
-    case GgmlType::IQ2_S: return gemv4_iq2s;
-    case GgmlType::IQ3_XXS: return gemv4_iq3xxs;
-    case GgmlType::IQ3_S: return gemv4_iq3s;
-    case GgmlType::IQ1_S: return gemv4_iq1s;
-    case GgmlType::IQ1_M: return gemv4_iq1m;
-    case GgmlType::IQ4_NL: return gemv4_nl32<false>;
-    case GgmlType::MXFP4: return gemv4_nl32<true>;
-    default: return nullptr;
+    case GgmlType::IQ4_XS:
+      return gemv4_iq4xs;
+    case GgmlType::IQ2_XXS:
+      return gemv4_iq2xxs;
+    case GgmlType::IQ2_XS:
+      return gemv4_iq2xs;
+    case GgmlType::IQ2_S:
+      return gemv4_iq2s;
+    case GgmlType::IQ3_XXS:
+      return gemv4_iq3xxs;
+    case GgmlType::IQ3_S:
+      return gemv4_iq3s;
+    case GgmlType::IQ1_S:
+      return gemv4_iq1s;
+    case GgmlType::IQ1_M:
+      return gemv4_iq1m;
+    case GgmlType::IQ4_NL:
+      return gemv4_nl32<false>;
+    case GgmlType::MXFP4:
+      return gemv4_nl32<true>;
+    default:
+      return nullptr;
   }
 }
 

@@ -24,8 +24,8 @@
 namespace ds::avx512 {
 namespace {
 
-constexpr int kToksG = 4;           // activation rows per step: 8-16 independent dpwssd chains
-constexpr int64_t kChunkG = 64;     // activation rows whose accumulators live across the blocks
+constexpr int kToksG = 4;        // activation rows per step: 8-16 independent dpwssd chains
+constexpr int64_t kChunkG = 64;  // activation rows whose accumulators live across the blocks
 
 // Sub-block ib's 32 weights as int16 times their integer sub-scale (16-element halves may
 // differ: IQ2_XS, IQ2_S, IQ1_M).
@@ -41,15 +41,17 @@ struct GemmRows {
   static constexpr int kPairs = R / 2;
   static constexpr bool kIq1m = std::is_same_v<Dq, DotIQ1_M>;
   using WB = typename Dq::WBlock;
-  struct Acc {  // per activation row and pair q: [row 2q lanes 0..7 | row 2q + 1 lanes 0..7]
+  struct Acc {                        // per activation row and pair q: [row 2q lanes 0..7 | row 2q + 1 lanes 0..7]
     __m512 v[kPairs], delta[kPairs];  // delta: IQ1_M's second chain
   };
 
   // The signed weights of a block (before the scale).
   static void signed_bytes(const typename Dq::Unpacked& u, __m256i* w8) {
     for (int ib = 0; ib < 8; ++ib) {
-      if constexpr (requires { u.s; }) w8[ib] = _mm256_sign_epi8(u.q[ib], u.s[ib]);
-      else w8[ib] = u.q[ib];
+      if constexpr (requires { u.s; })
+        w8[ib] = _mm256_sign_epi8(u.q[ib], u.s[ib]);
+      else
+        w8[ib] = u.q[ib];
     }
   }
 
@@ -62,7 +64,8 @@ struct GemmRows {
       for (int r = 0; r < R; ++r) s[t][r] = sd[t][r] = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ++ib)
       for (int t = 0; t < NT; ++t) {
-        const __m512i x = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->qs + 32 * ib)));
+        const __m512i x =
+            _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->qs + 32 * ib)));
         for (int r = 0; r < R; ++r) {
           s[t][r] = _mm512_dpwssd_epi32(s[t][r], w[r][ib], x);
           if constexpr (kIq1m) sd[t][r] = _mm512_dpwssd_epi32(sd[t][r], wd[r][ib], x);
@@ -93,7 +96,8 @@ struct GemmRows {
       for (int q = 0; q < kPairs; ++q) acc[t].v[q] = acc[t].delta[q] = _mm512_setzero_ps();
     }
     const WB* w[R];
-    for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const WB*>(static_cast<const uint8_t*>(m.w) + (r0 + r) * m.w_row_stride);
+    for (int r = 0; r < R; ++r)
+      w[r] = reinterpret_cast<const WB*>(static_cast<const uint8_t*>(m.w) + (r0 + r) * m.w_row_stride);
     for (int64_t ib = 0; ib < m.n_in / kQK_K; ++ib) {
       __m512i ws[R][8], wd[R][8];
       float d[R];
@@ -108,11 +112,13 @@ struct GemmRows {
         d[r] = u.d;
       }
       __m512 dw[kPairs];
-      for (int q = 0; q < kPairs; ++q) dw[q] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[2 * q]), _mm512_set1_ps(d[2 * q + 1]));
+      for (int q = 0; q < kPairs; ++q)
+        dw[q] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d[2 * q]), _mm512_set1_ps(d[2 * q + 1]));
       const BlockQ8_K* a[kToksG];
       int64_t t = 0;
       for (; t + kToksG <= nt; t += kToksG) {
-        for (int k = 0; k < kToksG; ++k) a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
+        for (int k = 0; k < kToksG; ++k)
+          a[k] = reinterpret_cast<const BlockQ8_K*>(act + (t0 + t + k) * m.act_row_stride) + ib;
         step<kToksG>(ws, wd, dw, a, acc + t);
       }
       for (; t < nt; ++t) {
@@ -153,14 +159,22 @@ int64_t gemm_rows(const MatmulArgs& m) {
 
 IqGemmFn iq_gemm_fn(GgmlType t) {
   switch (t) {
-    case GgmlType::IQ1_M: return gemm_rows<DotIQ1_M>;
-    case GgmlType::IQ2_XXS: return gemm_rows<DotIQ2_XXS>;
-    case GgmlType::IQ2_XS: return gemm_rows<DotIQ2_XS>;
-    case GgmlType::IQ2_S: return gemm_rows<DotIQ2_S>;
-    case GgmlType::IQ3_XXS: return gemm_rows<DotIQ3_XXS>;
-    case GgmlType::IQ3_S: return gemm_rows<DotIQ3_S>;
-    case GgmlType::IQ4_XS: return gemm_rows<DotIQ4_XS>;
-    default: return nullptr;
+    case GgmlType::IQ1_M:
+      return gemm_rows<DotIQ1_M>;
+    case GgmlType::IQ2_XXS:
+      return gemm_rows<DotIQ2_XXS>;
+    case GgmlType::IQ2_XS:
+      return gemm_rows<DotIQ2_XS>;
+    case GgmlType::IQ2_S:
+      return gemm_rows<DotIQ2_S>;
+    case GgmlType::IQ3_XXS:
+      return gemm_rows<DotIQ3_XXS>;
+    case GgmlType::IQ3_S:
+      return gemm_rows<DotIQ3_S>;
+    case GgmlType::IQ4_XS:
+      return gemm_rows<DotIQ4_XS>;
+    default:
+      return nullptr;
   }
 }
 

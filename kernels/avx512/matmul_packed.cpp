@@ -96,7 +96,8 @@ template <bool kHasQh, int NT>
     }
     for (int t = 0; t < NT; ++t)
       for (int h2 = 0; h2 < 2; ++h2)
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(_mm512_add_epi32(s[t][h2][0], s[t][h2][1]), p.sc[2 * pair + h2]));
+        sumi[t] = _mm512_add_epi32(sumi[t],
+                                   _mm512_mullo_epi32(_mm512_add_epi32(s[t][h2][0], s[t][h2][1]), p.sc[2 * pair + h2]));
   }
   __m512i summ[NT];
   bsum_pair_sums<NT>(p.mp, a, summ);
@@ -208,8 +209,10 @@ template <bool kQ3, int NT>
   constexpr int kQs = kQ3 ? kPackedQ3kQs : kPackedQ2kQs;
   const auto qs = [&](int k) { return line(kQs + k); };
   std::conditional_t<kQ3, PanelQ6K, PanelQ2K> p;  // scales only (p.q stays unused)
-  if constexpr (kQ3) packed_q3k_scales(blk, p);
-  else packed_q2k_scales(blk, p);
+  if constexpr (kQ3)
+    packed_q3k_scales(blk, p);
+  else
+    packed_q2k_scales(blk, p);
   __m512i sumi[NT], off[NT];
   for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
   for (int k = 0; k < 8; ++k) {  // sub-blocks 2k and 2k + 1
@@ -219,16 +222,20 @@ template <bool kQ3, int NT>
       for (int t = 0; t < NT; ++t) st[h][t] = _mm512_setzero_si512();
       for (int g = 0; g < 4; ++g) {
         __m512i q;
-        if constexpr (kQ3) q = k3_group(qs, line, j, g);
-        else q = k23_group(qs, j, g);
+        if constexpr (kQ3)
+          q = k3_group(qs, line, j, g);
+        else
+          q = k23_group(qs, j, g);
         for (int t = 0; t < NT; ++t) st[h][t] = dpbusd_bcast(st[h][t], q, a[t]->qs + 16 * j + 4 * g);
       }
     }
     // Both sums fit int16 (|.| <= 16 * 7 * 127): one int16 pair per row against the scale
     // pair (sc_2k, sc_2k+1), one dpwssd instead of two mullo and two adds.
     __m512i sc2;
-    if constexpr (kQ3) sc2 = p.sp[k];
-    else sc2 = _mm512_or_si512(p.sc[2 * k], _mm512_slli_epi32(p.sc[2 * k + 1], 16));
+    if constexpr (kQ3)
+      sc2 = p.sp[k];
+    else
+      sc2 = _mm512_or_si512(p.sc[2 * k], _mm512_slli_epi32(p.sc[2 * k + 1], 16));
     for (int t = 0; t < NT; ++t) {
       const __m512i pair = _mm512_ternarylogic_epi32(st[0][t], _mm512_set1_epi32(0xFFFF),
                                                      _mm512_slli_epi32(st[1][t], 16), 0xEA);  // (a & b) | c
@@ -250,20 +257,28 @@ struct KindK4 {
   static constexpr size_t kBlockBytes = sizeof(WB);
   static void unpack(const uint8_t* blk, Panel& p) { unpack_k4_packed<WB, kHasQh>(blk, p); }
   template <int NT>
-  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_tokens<kHasQh, NT>(blk, a, acc); }
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
+    k4_tokens<kHasQh, NT>(blk, a, acc);
+  }
   template <int NT>
-  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) { accumulate_k4<NT>(p, a, acc); }
+  static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
+    accumulate_k4<NT>(p, a, acc);
+  }
   static constexpr bool kFusedRows = true;  // 4 and 8 rows: k4_rows
   static constexpr int kFusedMaxRows = 2;   // 3-8 rows by small_batch
   template <int NT>
-  static void rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k4_rows<kHasQh, NT>(blk, a, acc); }
+  static void rows(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
+    k4_rows<kHasQh, NT>(blk, a, acc);
+  }
 };
 
 // Every row count up to 8 by q6k_tokens (fused_rows); nothing unpacks the panel.
 struct KindQ6K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   template <int NT>
-  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { q6k_tokens<NT>(blk, a, acc); }
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
+    q6k_tokens<NT>(blk, a, acc);
+  }
   static constexpr int kFusedMaxRows = 8;
 };
 
@@ -272,15 +287,21 @@ struct KindK23 {
   using Panel = std::conditional_t<kQ3, PanelQ6K, PanelQ2K>;
   static constexpr size_t kBlockBytes = kQ3 ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K);
   static void unpack(const uint8_t* blk, Panel& p) {
-    if constexpr (kQ3) unpack_q3k_packed(blk, p);
-    else unpack_q2k_packed(blk, p);
+    if constexpr (kQ3)
+      unpack_q3k_packed(blk, p);
+    else
+      unpack_q2k_packed(blk, p);
   }
   template <int NT>
-  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) { k23_tokens<kQ3, NT>(blk, a, acc); }
+  static void fused(const uint8_t* blk, const BlockQ8_K* const* a, __m512* acc) {
+    k23_tokens<kQ3, NT>(blk, a, acc);
+  }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
-    if constexpr (kQ3) accumulate_q6k<NT, 2>(p, a, acc);
-    else accumulate_q2k<NT>(p, a, acc);
+    if constexpr (kQ3)
+      accumulate_q6k<NT, 2>(p, a, acc);
+    else
+      accumulate_q2k<NT>(p, a, acc);
   }
   static constexpr bool kFusedRows = false;
   static constexpr int kFusedMaxRows = 2;
@@ -379,9 +400,9 @@ template <GgmlType kType, int NT>
 void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
   constexpr bool kQ8 = kType == GgmlType::Q8_0, kMin = kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1;
   constexpr bool kQh = kType == GgmlType::Q5_0 || kType == GgmlType::Q5_1;
-  using WB = std::conditional_t<
-      kQ8, BlockQ8_0,
-      std::conditional_t<kMin, std::conditional_t<kQh, BlockQ5_1, BlockQ4_1>, std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>>>;
+  using WB = std::conditional_t<kQ8, BlockQ8_0,
+                                std::conditional_t<kMin, std::conditional_t<kQh, BlockQ5_1, BlockQ4_1>,
+                                                   std::conditional_t<kQh, BlockQ5_0, BlockQ4_0>>>;
   using AB = std::conditional_t<kMin, BlockQ8_1, BlockQ8_0>;
   constexpr int kDwords = (sizeof(WB) - (kMin ? 4 : 2)) / 4, kOffShift = kQ8 ? 7 : (kQh ? 4 : 3);
   constexpr size_t kBlk = kPanelRows * sizeof(WB);
@@ -452,7 +473,8 @@ void small_batch32_fused(const MatmulArgs& m, int64_t pb, int64_t pe) {
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * kDwords)));
         for (int t = 0; t < NT; ++t) {
           const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(asum[t][ib] << kOffShift));
-          acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib]))));
+          acc[t] = _mm512_add_ps(acc[t],
+                                 _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][ib]))));
         }
       }
     }
@@ -500,17 +522,28 @@ void small_batch_kind(const MatmulArgs& m, int64_t pb, int64_t pe) {
 
 void small_batch_dispatch(const MatmulArgs& m, int64_t pb, int64_t pe) {
   switch (m.wtype) {
-    case GgmlType::Q4_K: return small_batch_kind<KindK4<BlockQ4_K, false>>(m, pb, pe);
-    case GgmlType::Q5_K: return small_batch_kind<KindK4<BlockQ5_K, true>>(m, pb, pe);
-    case GgmlType::Q6_K: return small_batch_kind<KindQ6K>(m, pb, pe);
-    case GgmlType::Q2_K: return small_batch_kind<KindK23<false>>(m, pb, pe);
-    case GgmlType::Q3_K: return small_batch_kind<KindK23<true>>(m, pb, pe);
-    case GgmlType::Q4_0: return small_batch32<GgmlType::Q4_0>(m, pb, pe);
-    case GgmlType::Q5_0: return small_batch32<GgmlType::Q5_0>(m, pb, pe);
-    case GgmlType::Q8_0: return small_batch32<GgmlType::Q8_0>(m, pb, pe);
-    case GgmlType::Q4_1: return small_batch32<GgmlType::Q4_1>(m, pb, pe);
-    case GgmlType::Q5_1: return small_batch32<GgmlType::Q5_1>(m, pb, pe);
-    default: return;
+    case GgmlType::Q4_K:
+      return small_batch_kind<KindK4<BlockQ4_K, false>>(m, pb, pe);
+    case GgmlType::Q5_K:
+      return small_batch_kind<KindK4<BlockQ5_K, true>>(m, pb, pe);
+    case GgmlType::Q6_K:
+      return small_batch_kind<KindQ6K>(m, pb, pe);
+    case GgmlType::Q2_K:
+      return small_batch_kind<KindK23<false>>(m, pb, pe);
+    case GgmlType::Q3_K:
+      return small_batch_kind<KindK23<true>>(m, pb, pe);
+    case GgmlType::Q4_0:
+      return small_batch32<GgmlType::Q4_0>(m, pb, pe);
+    case GgmlType::Q5_0:
+      return small_batch32<GgmlType::Q5_0>(m, pb, pe);
+    case GgmlType::Q8_0:
+      return small_batch32<GgmlType::Q8_0>(m, pb, pe);
+    case GgmlType::Q4_1:
+      return small_batch32<GgmlType::Q4_1>(m, pb, pe);
+    case GgmlType::Q5_1:
+      return small_batch32<GgmlType::Q5_1>(m, pb, pe);
+    default:
+      return;
   }
 }
 

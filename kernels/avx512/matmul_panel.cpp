@@ -1,11 +1,10 @@
 // AVX-512 VNNI "panel" matmul for the quantized types (K-quants and 32-blocks) when many
-// activation rows share the weights (prefill): 16 weight rows are unpacked per superblock into registers whose 16 int32 lanes
-// are the 16 rows ("lanes = rows"), so one dpbusd with a broadcast group of 4 activation
-// quants does 64 multiply-adds for 16 different outputs, sub-block scales are one mullo
-// per sub-block, and no horizontal sums are needed. The panel is unpacked once per chunk of
-// activation rows: K-quant quants by 16 row loads and a 16 x 16 dword transpose, scales and
-// 32-blocks by gathers (measured: transposes made the K-quant unpack ~4x cheaper than
-// gathering every dword).
+// activation rows share the weights (prefill): 16 weight rows are unpacked per superblock into registers whose 16 int32
+// lanes are the 16 rows ("lanes = rows"), so one dpbusd with a broadcast group of 4 activation quants does 64
+// multiply-adds for 16 different outputs, sub-block scales are one mullo per sub-block, and no horizontal sums are
+// needed. The panel is unpacked once per chunk of activation rows: K-quant quants by 16 row loads and a 16 x 16 dword
+// transpose, scales and 32-blocks by gathers (measured: transposes made the K-quant unpack ~4x cheaper than gathering
+// every dword).
 //
 // [KQUANT_EXACT] / [QUANT_EXACT]: per (row, token, block) the integer sums are exact and the float
 // operations are the reference's (dall * sumi - dmin * summ, then the running sum), one lane
@@ -82,7 +81,8 @@ void panel_k4x2(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
         unpack_k4_packed<WB, kHasQh>(pk + (16 * r * m.w_row_stride) + ib * kPanelRows * sizeof(WB), p[r]);
         continue;
       }
-      const auto* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<const WB*>(w0 + 16 * r * m.w_row_stride) + ib);
+      const auto* base =
+          reinterpret_cast<const uint8_t*>(reinterpret_cast<const WB*>(w0 + 16 * r * m.w_row_stride) + ib);
       prefetch_rows(ib + 1 < nb ? base + sizeof(WB) : w0 + (32 + 16 * r) * m.w_row_stride, m.w_row_stride, sizeof(WB));
       unpack_k4_rows<WB, kHasQh>(base, m.w_row_stride, p[r]);
     }
@@ -107,19 +107,27 @@ struct K16 {
   using WB = std::conditional_t<kQ6, BlockQ6_K, std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>>;
   using Panel = std::conditional_t<kQ6 || kQ3, PanelQ6K, PanelQ2K>;
   static void unpack_rows(const uint8_t* row0, size_t stride, __m512i vidx, Panel& p) {
-    if constexpr (kQ6) unpack_q6k_rows(row0, stride, vidx, p);
-    else if constexpr (kQ3) unpack_q3k_rows(row0, stride, vidx, p);
-    else unpack_q2k_rows(row0, stride, vidx, p);
+    if constexpr (kQ6)
+      unpack_q6k_rows(row0, stride, vidx, p);
+    else if constexpr (kQ3)
+      unpack_q3k_rows(row0, stride, vidx, p);
+    else
+      unpack_q2k_rows(row0, stride, vidx, p);
   }
   static void unpack_packed(const uint8_t* blk, Panel& p) {
-    if constexpr (kQ6) unpack_q6k_packed(blk, p);
-    else if constexpr (kQ3) unpack_q3k_packed(blk, p);
-    else unpack_q2k_packed(blk, p);
+    if constexpr (kQ6)
+      unpack_q6k_packed(blk, p);
+    else if constexpr (kQ3)
+      unpack_q3k_packed(blk, p);
+    else
+      unpack_q2k_packed(blk, p);
   }
   template <int NT>
   static void accumulate(const Panel& p, const BlockQ8_K* const* a, __m512* acc) {
-    if constexpr (kQ6 || kQ3) accumulate_q6k<NT, kQ6 ? 5 : 2>(p, a, acc);
-    else accumulate_q2k<NT>(p, a, acc);
+    if constexpr (kQ6 || kQ3)
+      accumulate_q6k<NT, kQ6 ? 5 : 2>(p, a, acc);
+    else
+      accumulate_q2k<NT>(p, a, acc);
   }
 };
 
@@ -257,8 +265,10 @@ struct P32Nibbles {
       const __m512i v16 = _mm512_set1_epi8(16);
       // Q5_0: q - 16 = nibble where the 5th bit is set, nibble - 16 where not.
       for (int g = 0; g < 8; ++g) {
-        if constexpr (kMin) p.q[g] = _mm512_mask_add_epi8(p.q[g], set[g], p.q[g], v16);
-        else p.q[g] = _mm512_mask_sub_epi8(p.q[g], static_cast<__mmask64>(~set[g]), p.q[g], v16);
+        if constexpr (kMin)
+          p.q[g] = _mm512_mask_add_epi8(p.q[g], set[g], p.q[g], v16);
+        else
+          p.q[g] = _mm512_mask_sub_epi8(p.q[g], static_cast<__mmask64>(~set[g]), p.q[g], v16);
       }
     } else if constexpr (kOff != 0) {
       for (int g = 0; g < 8; ++g) p.q[g] = _mm512_sub_epi8(p.q[g], _mm512_set1_epi8(kOff));
@@ -280,7 +290,8 @@ struct P32Table {
     __m512i v[16];
     block_dwords<kWin, sizeof(WB)>(b, stride, v);
     nibbles_panel(v + 1, p);
-    const __m512i values = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMx ? kMxfp4Values : kIq4nlValues)));
+    const __m512i values =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMx ? kMxfp4Values : kIq4nlValues)));
     for (int g = 0; g < 8; ++g) p.q[g] = _mm512_shuffle_epi8(values, p.q[g]);
     if constexpr (kMx) {  // 2^(e - 128): biased exponent e - 1, or the subnormals 2^-127, 2^-128 (iq::mxfp4_scale)
       const __m512i e = _mm512_srli_epi32(v[0], 24);
@@ -327,8 +338,10 @@ template <class L, class AB, int R, int NT>
       __m512i b = _mm512_set1_epi32(a4);
       if constexpr (R > 1) __asm__("" : "+v"(b));
       for (int r = 0; r < R; ++r) {
-        if constexpr (L::kMin) s[r][t] = _mm512_dpbusd_epi32(s[r][t], wq[r], b);
-        else s[r][t] = _mm512_dpbusd_epi32(s[r][t], b, wq[r]);
+        if constexpr (L::kMin)
+          s[r][t] = _mm512_dpbusd_epi32(s[r][t], wq[r], b);
+        else
+          s[r][t] = _mm512_dpbusd_epi32(s[r][t], b, wq[r]);
       }
     }
   }
@@ -380,7 +393,8 @@ void panel32(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
       if constexpr (L::kPackable) {
         if (pk) {
           const uint8_t* blk = pk + 16 * r * m.w_row_stride + static_cast<size_t>(ib) * kBlk;
-          for (size_t o = 0; o < kBlk; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPackedAhead + o, _MM_HINT_T0);
+          for (size_t o = 0; o < kBlk; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(blk) + kPackedAhead + o, _MM_HINT_T0);
           L::unpack_packed(blk, p[r]);
           continue;
         }
@@ -394,8 +408,9 @@ void panel32(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
     if constexpr (!L::kMin)
       for (int64_t t = 0; t < nt; ++t) {
         const AB& b = reinterpret_cast<const AB*>(act + t * m.act_row_stride)[ib];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(ab[t]),
-                           _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), _mm256_set1_epi8(-128)));
+        _mm256_store_si256(
+            reinterpret_cast<__m256i*>(ab[t]),
+            _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)), _mm256_set1_epi8(-128)));
         ad[t] = _cvtsh_ss(b.d);
       }
     int64_t t = 0;
@@ -426,9 +441,18 @@ int64_t panel32_rows(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt, bo
 
 bool panel_supported(GgmlType t) {
   switch (t) {
-    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
-    case GgmlType::IQ4_NL: case GgmlType::MXFP4:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0:
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
       return true;
     default:
       return false;
@@ -438,19 +462,37 @@ bool panel_supported(GgmlType t) {
 int64_t panel_matmul(const MatmulArgs& m, int64_t r0, int64_t t0, int64_t nt) {
   const bool pair = r0 + 32 <= m.row_end;
   switch (m.wtype) {
-    case GgmlType::Q4_K: pair ? panel_k4x2<BlockQ4_K, false>(m, r0, t0, nt) : panel_k4<BlockQ4_K, false>(m, r0, t0, nt); break;
-    case GgmlType::Q5_K: pair ? panel_k4x2<BlockQ5_K, true>(m, r0, t0, nt) : panel_k4<BlockQ5_K, true>(m, r0, t0, nt); break;
-    case GgmlType::Q6_K: panel_k16<K16<GgmlType::Q6_K>>(m, r0, t0, nt); return 16;
-    case GgmlType::Q3_K: panel_k16<K16<GgmlType::Q3_K>>(m, r0, t0, nt); return 16;
-    case GgmlType::Q2_K: panel_k16<K16<GgmlType::Q2_K>>(m, r0, t0, nt); return 16;
-    case GgmlType::Q8_0: return panel32_rows<P32Q8_0>(m, r0, t0, nt, pair);
-    case GgmlType::Q4_0: return panel32_rows<P32Q4_0>(m, r0, t0, nt, pair);
-    case GgmlType::Q5_0: return panel32_rows<P32Q5_0>(m, r0, t0, nt, pair);
-    case GgmlType::Q4_1: return panel32_rows<P32Q4_1>(m, r0, t0, nt, pair);
-    case GgmlType::Q5_1: return panel32_rows<P32Q5_1>(m, r0, t0, nt, pair);
-    case GgmlType::IQ4_NL: return panel32_rows<P32Table<false>>(m, r0, t0, nt, pair);
-    case GgmlType::MXFP4: return panel32_rows<P32Table<true>>(m, r0, t0, nt, pair);
-    default: return 16;
+    case GgmlType::Q4_K:
+      pair ? panel_k4x2<BlockQ4_K, false>(m, r0, t0, nt) : panel_k4<BlockQ4_K, false>(m, r0, t0, nt);
+      break;
+    case GgmlType::Q5_K:
+      pair ? panel_k4x2<BlockQ5_K, true>(m, r0, t0, nt) : panel_k4<BlockQ5_K, true>(m, r0, t0, nt);
+      break;
+    case GgmlType::Q6_K:
+      panel_k16<K16<GgmlType::Q6_K>>(m, r0, t0, nt);
+      return 16;
+    case GgmlType::Q3_K:
+      panel_k16<K16<GgmlType::Q3_K>>(m, r0, t0, nt);
+      return 16;
+    case GgmlType::Q2_K:
+      panel_k16<K16<GgmlType::Q2_K>>(m, r0, t0, nt);
+      return 16;
+    case GgmlType::Q8_0:
+      return panel32_rows<P32Q8_0>(m, r0, t0, nt, pair);
+    case GgmlType::Q4_0:
+      return panel32_rows<P32Q4_0>(m, r0, t0, nt, pair);
+    case GgmlType::Q5_0:
+      return panel32_rows<P32Q5_0>(m, r0, t0, nt, pair);
+    case GgmlType::Q4_1:
+      return panel32_rows<P32Q4_1>(m, r0, t0, nt, pair);
+    case GgmlType::Q5_1:
+      return panel32_rows<P32Q5_1>(m, r0, t0, nt, pair);
+    case GgmlType::IQ4_NL:
+      return panel32_rows<P32Table<false>>(m, r0, t0, nt, pair);
+    case GgmlType::MXFP4:
+      return panel32_rows<P32Table<true>>(m, r0, t0, nt, pair);
+    default:
+      return 16;
   }
   return pair ? 32 : 16;
 }

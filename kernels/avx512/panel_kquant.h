@@ -29,10 +29,16 @@ struct PanelK4 {
 };
 
 // The fp16 in the low / high half of each int32 lane, as float.
-inline __m512 half_lo(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)))); }
-inline __m512 half_hi(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
+inline __m512 half_lo(__m512i v) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF))));
+}
+inline __m512 half_hi(__m512i v) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+}
 
-inline __m512i gather_dwords(const uint8_t* base, __m512i vidx) { return _mm512_i32gather_epi32(vidx, base, 1); }
+inline __m512i gather_dwords(const uint8_t* base, __m512i vidx) {
+  return _mm512_i32gather_epi32(vidx, base, 1);
+}
 
 // Byte offsets of a panel's 16 rows, as gather indices.
 inline __m512i row_offsets(size_t row_stride) {
@@ -51,8 +57,8 @@ inline const uint8_t* packed_panel(const MatmulArgs& m, int64_t r0) {
 inline __m512 k4_block_step(__m512 acc, float ad, __m512 d, __m512 dmin_, __m512i sumi, __m512i summ) {
   const __m512 a = _mm512_set1_ps(ad);
   const __m512 dall = _mm512_mul_ps(a, d), dmin = _mm512_mul_ps(a, dmin_);
-  return _mm512_add_ps(acc, _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi)),
-                                          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
+  return _mm512_add_ps(
+      acc, _mm512_sub_ps(_mm512_mul_ps(dall, _mm512_cvtepi32_ps(sumi)), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
 }
 
 // In place: r[i] lane j <-> r[j] lane i (16 x 16 dwords): 32-bit, then 64-bit unpacks
@@ -71,8 +77,10 @@ inline void transpose16(__m512i* r) {
     u[4 * k + 3] = _mm512_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
   }
   for (int m = 0; m < 4; ++m) {
-    const __m512i x01 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44), y01 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
-    const __m512i x23 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE), y23 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
+    const __m512i x01 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44),
+                  y01 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512i x23 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE),
+                  y23 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
     r[m] = _mm512_shuffle_i32x4(x01, y01, 0x88);
     r[4 + m] = _mm512_shuffle_i32x4(x01, y01, 0xDD);
     r[8 + m] = _mm512_shuffle_i32x4(x23, y23, 0x88);
@@ -101,7 +109,8 @@ inline void load_dwords4(const uint8_t* src, size_t stride, __m512i* out) {
   }
   for (int k = 0; k < 4; ++k) {
     // lanes 0-3: dword k of the 4 rows of the first source, lanes 4-7: of the second
-    const __m512i idx = _mm512_setr_epi32(k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx =
+        _mm512_setr_epi32(k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i lo = _mm512_permutex2var_epi32(z[0], idx, z[1]), hi = _mm512_permutex2var_epi32(z[2], idx, z[3]);
     out[k] = _mm512_shuffle_i64x2(lo, hi, 0x44);
   }
@@ -133,7 +142,8 @@ inline void decode_scales_k4(const __m512i* h, PanelK4& p) {
   const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F),
                 m2 = _mm512_set1_epi32(0x03030303);
   const __m512i sc03 = _mm512_and_si512(w0, m6), m03 = _mm512_and_si512(w1, m6);
-  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(w2, m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
+  const __m512i sc47 =
+      _mm512_or_si512(_mm512_and_si512(w2, m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
   const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
                                       _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), m2), 4));
   for (int j = 0; j < 4; ++j) {
@@ -331,7 +341,9 @@ inline __m512i q6k_quant(__m512i l, __m512i h, int qq) {
   return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
 }
 // Signed scale byte i of each lane's scales dword, as int32.
-inline __m512i q6k_scale(__m512i scw, int i) { return _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 8 * i), 24); }
+inline __m512i q6k_scale(__m512i scw, int i) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 8 * i), 24);
+}
 // Two int32 scales as the int16 pair (lo, hi) of each lane.
 inline __m512i scale_pair(__m512i lo, __m512i hi) {
   return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(hi, 16));
@@ -352,7 +364,8 @@ template <class QL, class QH>
   for (int j = 0; j < 16; ++j) {
     const int n = j / 8, qq = (j % 8) / 2, l0 = 16 * (j % 2);
 #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) p.q[j][g] = q6k_quant(ql((64 * n + 32 * (qq % 2) + l0) / 4 + g), qh((32 * n + l0) / 4 + g), qq);
+    for (int g = 0; g < 4; ++g)
+      p.q[j][g] = q6k_quant(ql((64 * n + 32 * (qq % 2) + l0) / 4 + g), qh((32 * n + l0) / 4 + g), qq);
   }
   decode_q6k_scales(scw, p);
   p.d = d;
@@ -366,8 +379,7 @@ inline void unpack_q6k_rows(const uint8_t* row0, size_t stride, __m512i vidx, Pa
   load_dwords4(row0 + offsetof(BlockQ6_K, scales), stride, scw);
   // d sits in the block's last two bytes: gather the dword ending there (in bounds).
   const __m512i dd = gather_dwords(row0 + offsetof(BlockQ6_K, d) - 2, vidx);
-  decode_q6k([&](int k) { return ql[k]; }, [&](int k) { return qh[k]; }, scw,
-             half_hi(dd), p);
+  decode_q6k([&](int k) { return ql[k]; }, [&](int k) { return qh[k]; }, scw, half_hi(dd), p);
 }
 
 // The 16 rows' block scales d of a packed Q6_K block (after its 52 dwords).
@@ -517,7 +529,8 @@ template <int NT>
 inline void decode_q3k_scales(__m512i w0, __m512i w1, __m512i w2, PanelQ6K& p) {
   const __m512i w01[2] = {w0, w1};
   for (int j = 0; j < 16; ++j) {
-    const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(w01[(j % 8) / 4], 8 * (j % 4) + 4 * (j / 8)), _mm512_set1_epi32(0x0F));
+    const __m512i lo =
+        _mm512_and_si512(_mm512_srli_epi32(w01[(j % 8) / 4], 8 * (j % 4) + 4 * (j / 8)), _mm512_set1_epi32(0x0F));
     const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(w2, 8 * (j % 4) + 2 * (j / 4)), _mm512_set1_epi32(0x03));
     p.sc[j] = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
   }
@@ -551,8 +564,7 @@ inline void packed_q3k_scales(const uint8_t* blk, PanelQ6K& p) {
 inline void unpack_q3k_packed(const uint8_t* blk, PanelQ6K& p) {
   const auto line = [&](int k) { return _mm512_loadu_si512(blk + 64 * k); };
   for (int j = 0; j < 16; ++j)
-    for (int g = 0; g < 4; ++g)
-      p.q[j][g] = k3_group([&](int k) { return line(kPackedQ3kQs + k); }, line, j, g);
+    for (int g = 0; g < 4; ++g) p.q[j][g] = k3_group([&](int k) { return line(kPackedQ3kQs + k); }, line, j, g);
   packed_q3k_scales(blk, p);
 }
 

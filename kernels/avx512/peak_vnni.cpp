@@ -11,23 +11,10 @@
 // The asm of one loop: zmm16-31 loaded from c, n times OP into each, stored back to c. OP
 // is the instruction with its two sources, e.g. "vpdpbusd %[b], %[a], " (AT&T order:
 // sources first, the accumulator last).
-#define DS_PEAK_ON_EACH_ZMM(OP) \
-  OP "%%zmm16\n\t" \
-  OP "%%zmm17\n\t" \
-  OP "%%zmm18\n\t" \
-  OP "%%zmm19\n\t" \
-  OP "%%zmm20\n\t" \
-  OP "%%zmm21\n\t" \
-  OP "%%zmm22\n\t" \
-  OP "%%zmm23\n\t" \
-  OP "%%zmm24\n\t" \
-  OP "%%zmm25\n\t" \
-  OP "%%zmm26\n\t" \
-  OP "%%zmm27\n\t" \
-  OP "%%zmm28\n\t" \
-  OP "%%zmm29\n\t" \
-  OP "%%zmm30\n\t" \
-  OP "%%zmm31\n\t"
+#define DS_PEAK_ON_EACH_ZMM(OP)                                                                            \
+  OP "%%zmm16\n\t" OP "%%zmm17\n\t" OP "%%zmm18\n\t" OP "%%zmm19\n\t" OP "%%zmm20\n\t" OP "%%zmm21\n\t" OP \
+     "%%zmm22\n\t" OP "%%zmm23\n\t" OP "%%zmm24\n\t" OP "%%zmm25\n\t" OP "%%zmm26\n\t" OP "%%zmm27\n\t" OP \
+     "%%zmm28\n\t" OP "%%zmm29\n\t" OP "%%zmm30\n\t" OP "%%zmm31\n\t"
 #define DS_PEAK_LOOP(OP, n, a, b, c) \
   __asm__ volatile( \
   "vmovaps 0(%[c]), %%zmm16\n\t" \

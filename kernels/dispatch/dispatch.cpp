@@ -24,10 +24,10 @@ namespace ds {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false;      // AVX2 + FMA + F16C + BMI2, YMM state enabled
-  bool avx512 = false;    // F/BW/VL/DQ + VNNI, opmask/ZMM state enabled
+  bool avx2 = false;         // AVX2 + FMA + F16C + BMI2, YMM state enabled
+  bool avx512 = false;       // F/BW/VL/DQ + VNNI, opmask/ZMM state enabled
   bool avx512_bf16 = false;  // AVX512_BF16 as well (not on Ice Lake / Cascade Lake Xeons)
-  bool amx = false;       // AMX tile + int8 + bf16, tile data permitted by the OS
+  bool amx = false;          // AMX tile + int8 + bf16, tile data permitted by the OS
 };
 
 uint64_t xgetbv0() {
@@ -58,8 +58,8 @@ CpuFeatures detect() {
   const bool tile_state = (xcr0 & (3ull << 17)) == (3ull << 17);
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
   const bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
-  const bool avx512f = b & (1u << 16), avx512dq = b & (1u << 17), avx512bw = b & (1u << 30),
-             avx512vl = b & (1u << 31), vnni = c & (1u << 11);
+  const bool avx512f = b & (1u << 16), avx512dq = b & (1u << 17), avx512bw = b & (1u << 30), avx512vl = b & (1u << 31),
+             vnni = c & (1u << 11);
   const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   const bool avx512bf16 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5));
@@ -122,10 +122,14 @@ Isa chosen_isa() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kRef: return "ref";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAmx: return "amx";
+    case Isa::kRef:
+      return "ref";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAmx:
+      return "amx";
   }
   return "?";
 }
@@ -144,17 +148,23 @@ GgmlType vec_dot_type(GgmlType weight) {
     case GgmlType::IQ3_S:
     case GgmlType::IQ1_S:
     case GgmlType::IQ1_M:
-    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
+    case GgmlType::IQ4_XS:
+      return GgmlType::Q8_K;
     case GgmlType::IQ4_NL:
     case GgmlType::MXFP4:
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
-    case GgmlType::Q8_0: return GgmlType::Q8_0;
+    case GgmlType::Q8_0:
+      return GgmlType::Q8_0;
     case GgmlType::Q4_1:
-    case GgmlType::Q5_1: return GgmlType::Q8_1;
-    case GgmlType::F16: return GgmlType::F16;
-    case GgmlType::BF16: return GgmlType::BF16;
-    default: return GgmlType::F32;
+    case GgmlType::Q5_1:
+      return GgmlType::Q8_1;
+    case GgmlType::F16:
+      return GgmlType::F16;
+    case GgmlType::BF16:
+      return GgmlType::BF16;
+    default:
+      return GgmlType::F32;
   }
 }
 
@@ -164,7 +174,9 @@ const KernelTable* kernel_table(Isa isa) {
   return &tables().t[i];
 }
 
-Isa best_isa() { return tables().best; }
+Isa best_isa() {
+  return tables().best;
+}
 
 const KernelTable* kernel_table_without_bf16() {
   return tables().usable[2] ? &tables().avx512_without_bf16 : nullptr;

@@ -17,7 +17,9 @@ static float q8_block_amax(const float* x) {
   return amax;
 }
 
-static int q8_round(float x, float id) { return static_cast<int>(std::nearbyintf(x * id)); }  // half to even
+static int q8_round(float x, float id) {
+  return static_cast<int>(std::nearbyintf(x * id));
+}  // half to even
 
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   for (int64_t ib = 0; ib < n / kQK8_0; ++ib, x += kQK8_0) {

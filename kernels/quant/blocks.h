@@ -92,17 +92,18 @@ constexpr int kQKMxfp4 = 32;
 
 struct BlockIQ2_XXS {
   half_t d;
-  uint16_t qs[kQK_K / 8];  // 8 records of 8 bytes per 32: 4 grid indices (bytes), then a u32 of 4 7-bit sign codes + 4-bit scale
+  uint16_t qs[kQK_K / 8];  // 8 records of 8 bytes per 32: 4 grid indices (bytes), then a u32 of 4 7-bit sign codes +
+                           // 4-bit scale
 };
 struct BlockIQ2_XS {
   half_t d;
-  uint16_t qs[kQK_K / 8];   // per group of 8: bits 0-8 grid index, bits 9-15 sign code
+  uint16_t qs[kQK_K / 8];      // per group of 8: bits 0-8 grid index, bits 9-15 sign code
   uint8_t scales[kQK_K / 32];  // per 32: low nibble groups 0-1, high nibble groups 2-3
 };
 struct BlockIQ2_S {
   half_t d;
-  uint8_t qs[kQK_K / 4];      // 32 low index bytes, then 32 plain sign bytes
-  uint8_t qh[kQK_K / 32];     // index bits 8-9, 2 bits per group
+  uint8_t qs[kQK_K / 4];   // 32 low index bytes, then 32 plain sign bytes
+  uint8_t qh[kQK_K / 32];  // index bits 8-9, 2 bits per group
   uint8_t scales[kQK_K / 32];
 };
 struct BlockIQ3_XXS {
@@ -111,20 +112,20 @@ struct BlockIQ3_XXS {
 };
 struct BlockIQ3_S {
   half_t d;
-  uint8_t qs[kQK_K / 4];      // low 8 index bits per 4 elements
-  uint8_t qh[kQK_K / 32];     // 9th index bit
-  uint8_t signs[kQK_K / 8];   // plain sign bytes per group of 8
-  uint8_t scales[kQK_K / 64]; // 4-bit scale per 32, two per byte
+  uint8_t qs[kQK_K / 4];       // low 8 index bits per 4 elements
+  uint8_t qh[kQK_K / 32];      // 9th index bit
+  uint8_t signs[kQK_K / 8];    // plain sign bytes per group of 8
+  uint8_t scales[kQK_K / 64];  // 4-bit scale per 32, two per byte
 };
 struct BlockIQ1_S {
   half_t d;
-  uint8_t qs[kQK_K / 8];      // low 8 index bits per group of 8
-  uint16_t qh[kQK_K / 32];    // per 32: index bits 8-10 per group, scale (bits 12-14), delta sign (bit 15)
+  uint8_t qs[kQK_K / 8];    // low 8 index bits per group of 8
+  uint16_t qh[kQK_K / 32];  // per 32: index bits 8-10 per group, scale (bits 12-14), delta sign (bit 15)
 };
 struct BlockIQ1_M {
-  uint8_t qs[kQK_K / 8];      // low 8 index bits per group of 8
-  uint8_t qh[kQK_K / 16];     // per group a nibble: index bits 8-10, delta sign
-  uint8_t scales[kQK_K / 32]; // 4 u16: 3-bit scales per 16; the block's half d in the top nibbles
+  uint8_t qs[kQK_K / 8];       // low 8 index bits per group of 8
+  uint8_t qh[kQK_K / 16];      // per group a nibble: index bits 8-10, delta sign
+  uint8_t scales[kQK_K / 32];  // 4 u16: 3-bit scales per 16; the block's half d in the top nibbles
 };
 struct BlockIQ4_NL {
   half_t d;
@@ -132,12 +133,12 @@ struct BlockIQ4_NL {
 };
 struct BlockIQ4_XS {
   half_t d;
-  uint16_t scales_h;           // bits 2ib..2ib+1: high 2 bits of sub-block ib's 6-bit scale
+  uint16_t scales_h;             // bits 2ib..2ib+1: high 2 bits of sub-block ib's 6-bit scale
   uint8_t scales_l[kQK_K / 64];  // low 4 bits, nibble (ib % 2) of byte ib / 2
-  uint8_t qs[kQK_K / 2];       // 16 bytes per 32 as in IQ4_NL
+  uint8_t qs[kQK_K / 2];         // 16 bytes per 32 as in IQ4_NL
 };
 struct BlockMxfp4 {
-  uint8_t e;                   // E8M0 exponent: scale 2^(e - 128) applied to the doubled E2M1 values
+  uint8_t e;  // E8M0 exponent: scale 2^(e - 128) applied to the doubled E2M1 values
   uint8_t qs[kQKMxfp4 / 2];
 };
 

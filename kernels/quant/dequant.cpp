@@ -241,7 +241,9 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   assert(tr.name != nullptr && n % tr.block_size == 0);
   const int64_t nb = n / tr.block_size;
   switch (t) {
-    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case GgmlType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
     case GgmlType::F16: {
       const auto* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(s[i]);
@@ -252,19 +254,32 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
       return;
     }
-    case GgmlType::Q4_0: return dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
-    case GgmlType::Q4_1: return dequant_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb);
-    case GgmlType::Q5_0: return dequant_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
-    case GgmlType::Q5_1: return dequant_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
-    case GgmlType::Q8_0: return dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
-    case GgmlType::Q8_1: return dequant_q8_1(static_cast<const BlockQ8_1*>(src), dst, nb);
-    case GgmlType::Q2_K: return dequant_q2_K(static_cast<const BlockQ2_K*>(src), dst, nb);
-    case GgmlType::Q3_K: return dequant_q3_K(static_cast<const BlockQ3_K*>(src), dst, nb);
-    case GgmlType::Q4_K: return dequant_q4_K(static_cast<const BlockQ4_K*>(src), dst, nb);
-    case GgmlType::Q5_K: return dequant_q5_K(static_cast<const BlockQ5_K*>(src), dst, nb);
-    case GgmlType::Q6_K: return dequant_q6_K(static_cast<const BlockQ6_K*>(src), dst, nb);
-    case GgmlType::Q8_K: return dequant_q8_K(static_cast<const BlockQ8_K*>(src), dst, nb);
-    case GgmlType::I32: break;  // integer tables are read as int32, never dequantized
+    case GgmlType::Q4_0:
+      return dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
+    case GgmlType::Q4_1:
+      return dequant_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb);
+    case GgmlType::Q5_0:
+      return dequant_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
+    case GgmlType::Q5_1:
+      return dequant_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
+    case GgmlType::Q8_0:
+      return dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
+    case GgmlType::Q8_1:
+      return dequant_q8_1(static_cast<const BlockQ8_1*>(src), dst, nb);
+    case GgmlType::Q2_K:
+      return dequant_q2_K(static_cast<const BlockQ2_K*>(src), dst, nb);
+    case GgmlType::Q3_K:
+      return dequant_q3_K(static_cast<const BlockQ3_K*>(src), dst, nb);
+    case GgmlType::Q4_K:
+      return dequant_q4_K(static_cast<const BlockQ4_K*>(src), dst, nb);
+    case GgmlType::Q5_K:
+      return dequant_q5_K(static_cast<const BlockQ5_K*>(src), dst, nb);
+    case GgmlType::Q6_K:
+      return dequant_q6_K(static_cast<const BlockQ6_K*>(src), dst, nb);
+    case GgmlType::Q8_K:
+      return dequant_q8_K(static_cast<const BlockQ8_K*>(src), dst, nb);
+    case GgmlType::I32:
+      break;  // integer tables are read as int32, never dequantized
     default:
       if (dequantize_row_iq(t, src, dst, n)) return;
       break;

@@ -27,8 +27,7 @@ void dequant_iq1(const Block* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
     iq::unpack(x[i], u);
     const float df = u.d * kIq1Delta;
-    for (int e = 0; e < kQK_K; ++e)
-      y[e] = df * static_cast<float>(u.mult[e / 16] * (8 * u.q[e] + u.delta[e / 8]));
+    for (int e = 0; e < kQK_K; ++e) y[e] = df * static_cast<float>(u.mult[e / 16] * (8 * u.q[e] + u.delta[e / 8]));
   }
 }
 
@@ -54,17 +53,38 @@ void dequant_mxfp4(const BlockMxfp4* x, float* y, int64_t nb) {
 
 bool dequantize_row_iq(GgmlType t, const void* src, float* dst, int64_t n) {
   switch (t) {
-    case GgmlType::IQ2_XXS: dequant_k256(static_cast<const BlockIQ2_XXS*>(src), dst, n / kQK_K, 0.125f); return true;
-    case GgmlType::IQ2_XS: dequant_k256(static_cast<const BlockIQ2_XS*>(src), dst, n / kQK_K, 0.125f); return true;
-    case GgmlType::IQ2_S: dequant_k256(static_cast<const BlockIQ2_S*>(src), dst, n / kQK_K, 0.125f); return true;
-    case GgmlType::IQ3_XXS: dequant_k256(static_cast<const BlockIQ3_XXS*>(src), dst, n / kQK_K, 0.25f); return true;
-    case GgmlType::IQ3_S: dequant_k256(static_cast<const BlockIQ3_S*>(src), dst, n / kQK_K, 1.0f); return true;
-    case GgmlType::IQ4_XS: dequant_k256(static_cast<const BlockIQ4_XS*>(src), dst, n / kQK_K, 1.0f); return true;
-    case GgmlType::IQ1_S: dequant_iq1(static_cast<const BlockIQ1_S*>(src), dst, n / kQK_K); return true;
-    case GgmlType::IQ1_M: dequant_iq1(static_cast<const BlockIQ1_M*>(src), dst, n / kQK_K); return true;
-    case GgmlType::IQ4_NL: dequant_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n / kQK4_NL); return true;
-    case GgmlType::MXFP4: dequant_mxfp4(static_cast<const BlockMxfp4*>(src), dst, n / kQKMxfp4); return true;
-    default: return false;
+    case GgmlType::IQ2_XXS:
+      dequant_k256(static_cast<const BlockIQ2_XXS*>(src), dst, n / kQK_K, 0.125f);
+      return true;
+    case GgmlType::IQ2_XS:
+      dequant_k256(static_cast<const BlockIQ2_XS*>(src), dst, n / kQK_K, 0.125f);
+      return true;
+    case GgmlType::IQ2_S:
+      dequant_k256(static_cast<const BlockIQ2_S*>(src), dst, n / kQK_K, 0.125f);
+      return true;
+    case GgmlType::IQ3_XXS:
+      dequant_k256(static_cast<const BlockIQ3_XXS*>(src), dst, n / kQK_K, 0.25f);
+      return true;
+    case GgmlType::IQ3_S:
+      dequant_k256(static_cast<const BlockIQ3_S*>(src), dst, n / kQK_K, 1.0f);
+      return true;
+    case GgmlType::IQ4_XS:
+      dequant_k256(static_cast<const BlockIQ4_XS*>(src), dst, n / kQK_K, 1.0f);
+      return true;
+    case GgmlType::IQ1_S:
+      dequant_iq1(static_cast<const BlockIQ1_S*>(src), dst, n / kQK_K);
+      return true;
+    case GgmlType::IQ1_M:
+      dequant_iq1(static_cast<const BlockIQ1_M*>(src), dst, n / kQK_K);
+      return true;
+    case GgmlType::IQ4_NL:
+      dequant_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n / kQK4_NL);
+      return true;
+    case GgmlType::MXFP4:
+      dequant_mxfp4(static_cast<const BlockMxfp4*>(src), dst, n / kQKMxfp4);
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -8,8 +8,16 @@
 
 namespace ds {
 
-static inline float bits_to_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-static inline uint32_t f32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static inline float bits_to_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 static inline float fp16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -20,7 +28,10 @@ static inline float fp16_to_f32(uint16_t h) {
     if (mant == 0) return bits_to_f32(sign);
     // subnormal: normalize
     int e = -1;
-    do { mant <<= 1; ++e; } while ((mant & 0x400u) == 0);
+    do {
+      mant <<= 1;
+      ++e;
+    } while ((mant & 0x400u) == 0);
     mant &= 0x3FFu;
     return bits_to_f32(sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | (mant << 13));
   }
@@ -50,7 +61,9 @@ static inline uint16_t f32_to_fp16(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-static inline float bf16_to_f32(uint16_t b) { return bits_to_f32(static_cast<uint32_t>(b) << 16); }
+static inline float bf16_to_f32(uint16_t b) {
+  return bits_to_f32(static_cast<uint32_t>(b) << 16);
+}
 
 static inline uint16_t f32_to_bf16(float f) {
   uint32_t u = f32_to_bits(f);

@@ -24,18 +24,20 @@ extern const int8_t kMxfp4Values[16];    // kvalues_fp4: E2M1 values doubled, si
 constexpr float kIq1Delta = 0.125f;  // IQ1S_DELTA = IQ1M_DELTA
 
 // Byte k of a grid entry (coordinate k).
-static inline int iq_grid_byte(uint64_t entry, int k) { return static_cast<int>((entry >> (8 * k)) & 0xFF); }
+static inline int iq_grid_byte(uint64_t entry, int k) {
+  return static_cast<int>((entry >> (8 * k)) & 0xFF);
+}
 static inline int iq_grid_sbyte(uint64_t entry, int k) {
   return static_cast<int8_t>(static_cast<uint8_t>((entry >> (8 * k)) & 0xFF));
 }
 
 // One embedded table and the digest the data file gives for it (for the table test).
 struct IqTableInfo {
-  const char* name;     // the data file's name (e.g. "iq2xxs_grid")
+  const char* name;  // the data file's name (e.g. "iq2xxs_grid")
   const void* data;
-  int width;            // bytes per entry
+  int width;  // bytes per entry
   int entries;
-  const char* sha256;   // lowercase hex, over the entries little-endian at their width
+  const char* sha256;  // lowercase hex, over the entries little-endian at their width
 };
 constexpr int kIqTableCount = 10;
 extern const IqTableInfo kIqTables[kIqTableCount];

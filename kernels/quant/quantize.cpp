@@ -107,10 +107,10 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
 }
 
 // Best weighted least-squares fit of x ~ scale * L + min (L in [0, nmax], min <= 0) for
-// one sub-block of n elements (32 for Q4_K/Q5_K, 16 for Q2_K). Tries the plain min/max grid step and nstep + 1 stretched ones
-// (nmax + rmin + rdelta*is levels across the range), solving the 2x2 normal equations
-// for scale and min at each candidate assignment and keeping the lowest weighted error.
-// Returns scale; *neg_min receives -min (>= 0), the value stored in the block.
+// one sub-block of n elements (32 for Q4_K/Q5_K, 16 for Q2_K). Tries the plain min/max grid step and nstep + 1
+// stretched ones (nmax + rmin + rdelta*is levels across the range), solving the 2x2 normal equations for scale and min
+// at each candidate assignment and keeping the lowest weighted error. Returns scale; *neg_min receives -min (>= 0), the
+// value stored in the block.
 struct FitParams {
   int nmax;
   float rmin, rdelta;
@@ -137,7 +137,8 @@ float fit_scale_min(const float* x, const float* w, FitParams p, uint8_t* L, flo
   for (int i = 0; i < n; ++i) {  // the plain min/max grid, error measured the same way
     L[i] = static_cast<uint8_t>(level(1.0f / scale, x[i]));
     const float l = static_cast<float>(L[i]);
-    best_err += w[i] * (scale * scale * l * l + 2.0f * scale * mn * l + mn * mn - 2.0f * scale * l * x[i] - 2.0f * mn * x[i]);
+    best_err +=
+        w[i] * (scale * scale * l * l + 2.0f * scale * mn * l + mn * mn - 2.0f * scale * l * x[i] - 2.0f * mn * x[i]);
   }
   // The candidate loop is written to vectorize under strict FP (this is the hot spot of
   // K-quant quantization): x - mn >= 0, so truncating v + 0.5 rounds to nearest, and the
@@ -190,8 +191,8 @@ float fit_scale_min(const float* x, const float* w, FitParams p, uint8_t* L, flo
 
 // Q4_K/Q5_K common part: fits the 8 sub-blocks, stores d, dmin and the packed 6-bit
 // scales/mins, and returns the final levels L[256] computed with the stored scales.
-void quant_k4_common(const float* x, int nmax, FitParams fp, half_t* d_out, half_t* dmin_out,
-                     uint8_t* packed, uint8_t* L) {
+void quant_k4_common(const float* x, int nmax, FitParams fp, half_t* d_out, half_t* dmin_out, uint8_t* packed,
+                     uint8_t* L) {
   float scales[8], mins[8], w[32];
   float max_scale = 0.0f, max_min = 0.0f;
   for (int j = 0; j < 8; ++j) {
@@ -283,7 +284,8 @@ float fit_scale_sym(const float* x, int n, int nmax, int8_t* L) {
     if (energy > best) {
       best = energy;
       best_scale = sumlx / suml2;
-      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(std::clamp(nearest(iscale * x[i]), -nmax, nmax - 1) + nmax);
+      for (int i = 0; i < n; ++i)
+        L[i] = static_cast<int8_t>(std::clamp(nearest(iscale * x[i]), -nmax, nmax - 1) + nmax);
     }
   }
   return best_scale;
@@ -413,10 +415,20 @@ void quantize_q3_K(const float* x, BlockQ3_K* y, int64_t nb) {
 
 bool quantize_supported(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
-    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
-    case GgmlType::Q8_0: case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K:
-    case GgmlType::Q6_K: case GgmlType::Q8_K:
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::Q8_K:
       return true;
     default:
       return quantize_iq_supported(t);
@@ -429,24 +441,48 @@ size_t quantize_row(GgmlType t, const float* x, void* y, int64_t n) {
   if (n % tr.block_size != 0) return 0;
   const int64_t nb = n / tr.block_size;
   switch (t) {
-    case GgmlType::F32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); break;
+    case GgmlType::F32:
+      std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+      break;
     case GgmlType::F16:
       for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(y)[i] = f32_to_fp16(x[i]);
       break;
     case GgmlType::BF16:
       for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(y)[i] = f32_to_bf16(x[i]);
       break;
-    case GgmlType::Q4_0: quantize_q4_0(x, static_cast<BlockQ4_0*>(y), nb); break;
-    case GgmlType::Q4_1: quantize_q4_1(x, static_cast<BlockQ4_1*>(y), nb); break;
-    case GgmlType::Q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(y), nb); break;
-    case GgmlType::Q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(y), nb); break;
-    case GgmlType::Q8_0: ref::quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); break;
-    case GgmlType::Q2_K: quantize_q2_K(x, static_cast<BlockQ2_K*>(y), nb); break;
-    case GgmlType::Q3_K: quantize_q3_K(x, static_cast<BlockQ3_K*>(y), nb); break;
-    case GgmlType::Q4_K: quantize_q4_K(x, static_cast<BlockQ4_K*>(y), nb); break;
-    case GgmlType::Q5_K: quantize_q5_K(x, static_cast<BlockQ5_K*>(y), nb); break;
-    case GgmlType::Q6_K: quantize_q6_K(x, static_cast<BlockQ6_K*>(y), nb); break;
-    case GgmlType::Q8_K: ref::quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n); break;
+    case GgmlType::Q4_0:
+      quantize_q4_0(x, static_cast<BlockQ4_0*>(y), nb);
+      break;
+    case GgmlType::Q4_1:
+      quantize_q4_1(x, static_cast<BlockQ4_1*>(y), nb);
+      break;
+    case GgmlType::Q5_0:
+      quantize_q5_0(x, static_cast<BlockQ5_0*>(y), nb);
+      break;
+    case GgmlType::Q5_1:
+      quantize_q5_1(x, static_cast<BlockQ5_1*>(y), nb);
+      break;
+    case GgmlType::Q8_0:
+      ref::quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n);
+      break;
+    case GgmlType::Q2_K:
+      quantize_q2_K(x, static_cast<BlockQ2_K*>(y), nb);
+      break;
+    case GgmlType::Q3_K:
+      quantize_q3_K(x, static_cast<BlockQ3_K*>(y), nb);
+      break;
+    case GgmlType::Q4_K:
+      quantize_q4_K(x, static_cast<BlockQ4_K*>(y), nb);
+      break;
+    case GgmlType::Q5_K:
+      quantize_q5_K(x, static_cast<BlockQ5_K*>(y), nb);
+      break;
+    case GgmlType::Q6_K:
+      quantize_q6_K(x, static_cast<BlockQ6_K*>(y), nb);
+      break;
+    case GgmlType::Q8_K:
+      ref::quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n);
+      break;
     default:
       if (!quantize_row_iq(t, x, y, n)) return 0;
       break;

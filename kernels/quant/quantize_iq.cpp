@@ -36,13 +36,17 @@ int nearest_value(const int8_t* values, float v) {
   int lo = 0, hi = 15;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (v < values[mid]) hi = mid;
-    else lo = mid;
+    if (v < values[mid])
+      hi = mid;
+    else
+      lo = mid;
   }
   return v - static_cast<float>(values[lo]) < static_cast<float>(values[hi]) - v ? lo : hi;
 }
 
-int round_int(float v) { return static_cast<int>(std::nearbyintf(v)); }
+int round_int(float v) {
+  return static_cast<int>(std::nearbyintf(v));
+}
 
 // The best scale of one 32-element group for the non-linear 4-bit table (file comment);
 // 0 for an all-zero group.
@@ -149,10 +153,17 @@ bool quantize_iq_supported(GgmlType t) {
 
 bool quantize_row_iq(GgmlType t, const float* x, void* y, int64_t n) {
   switch (t) {
-    case GgmlType::IQ4_NL: quantize_iq4_nl(x, static_cast<BlockIQ4_NL*>(y), n / kQK4_NL); return true;
-    case GgmlType::IQ4_XS: quantize_iq4_xs(x, static_cast<BlockIQ4_XS*>(y), n / kQK_K); return true;
-    case GgmlType::MXFP4: quantize_mxfp4(x, static_cast<BlockMxfp4*>(y), n / kQKMxfp4); return true;
-    default: return false;
+    case GgmlType::IQ4_NL:
+      quantize_iq4_nl(x, static_cast<BlockIQ4_NL*>(y), n / kQK4_NL);
+      return true;
+    case GgmlType::IQ4_XS:
+      quantize_iq4_xs(x, static_cast<BlockIQ4_XS*>(y), n / kQK_K);
+      return true;
+    case GgmlType::MXFP4:
+      quantize_mxfp4(x, static_cast<BlockMxfp4*>(y), n / kQKMxfp4);
+      return true;
+    default:
+      return false;
   }
 }
 

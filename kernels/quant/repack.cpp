@@ -9,8 +9,9 @@
 namespace ds {
 
 bool repack_supported(GgmlType t) {
-  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q5_0 ||
-         t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q2_K || t == GgmlType::Q3_K;
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 ||
+         t == GgmlType::Q5_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_1 ||
+         t == GgmlType::Q2_K || t == GgmlType::Q3_K;
 }
 
 namespace {
@@ -106,7 +107,8 @@ void for_each_row_block(GgmlType t, int64_t n_in, size_t row_stride, int64_t p0,
 
 }  // namespace
 
-void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0, int64_t p1) {
+void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0,
+                   int64_t p1) {
   for_each_row_block(
       t, n_in, row_stride, p0, p1, [&](size_t ro, size_t po, size_t n) { std::memcpy(dst + po, src + ro, n); },
       [&](size_t ro, size_t po, int r) {

@@ -37,7 +37,8 @@ bool repack_supported(GgmlType t);
 
 // Packs panels [p0, p1) of the matrix with rows row_stride bytes apart (n_in elements of
 // type t per row) from src into dst (both indexed from row 0).
-void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0, int64_t p1);
+void repack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* src, uint8_t* dst, int64_t p0,
+                   int64_t p1);
 
 // The inverse, for tests: panels [p0, p1) of dst back into rows.
 void unpack_panels(GgmlType t, int64_t n_in, size_t row_stride, const uint8_t* packed, uint8_t* rows, int64_t p0,

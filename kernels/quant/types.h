@@ -31,23 +31,29 @@ enum class GgmlType : uint32_t {
   IQ3_S = 21,
   IQ2_S = 22,
   IQ4_XS = 23,
-  I32 = 26,   // integer tables (deepseek4 ffn_gate_tid2eid); never a matmul operand
+  I32 = 26,  // integer tables (deepseek4 ffn_gate_tid2eid); never a matmul operand
   IQ1_M = 29,
   BF16 = 30,
   MXFP4 = 39,
 };
 
 struct GgmlTypeTraits {
-  const char* name;   // nullptr for ids this project does not know
-  int block_size;     // elements per block
-  int type_size;      // bytes per block
+  const char* name;  // nullptr for ids this project does not know
+  int block_size;    // elements per block
+  int type_size;     // bytes per block
 };
 
 // Traits of a raw type id from a file; .name == nullptr when the id is unknown.
 GgmlTypeTraits ggml_type_traits(uint32_t id);
-static inline GgmlTypeTraits ggml_type_traits(GgmlType t) { return ggml_type_traits(static_cast<uint32_t>(t)); }
-static inline bool ggml_type_known(uint32_t id) { return ggml_type_traits(id).name != nullptr; }
-static inline const char* ggml_type_name(GgmlType t) { return ggml_type_traits(t).name; }
+static inline GgmlTypeTraits ggml_type_traits(GgmlType t) {
+  return ggml_type_traits(static_cast<uint32_t>(t));
+}
+static inline bool ggml_type_known(uint32_t id) {
+  return ggml_type_traits(id).name != nullptr;
+}
+static inline const char* ggml_type_name(GgmlType t) {
+  return ggml_type_traits(t).name;
+}
 // The tensor types a model file may use, comma-separated in id order ("F32, F16, Q4_0, ...").
 std::string ggml_supported_type_names();
 // What an id this project does not read is, for error messages ("TQ1_0 (ternary)", "an

@@ -53,7 +53,9 @@ float dot_f(const float* a, const float* b, int n) {
 
 void load_kv(GgmlType t, const uint8_t* src, float* dst, int64_t n) {
   switch (t) {
-    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case GgmlType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
     case GgmlType::F16: {
       const auto* h = reinterpret_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(h[i]);
@@ -69,13 +71,16 @@ void load_kv(GgmlType t, const uint8_t* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(b[i / 32].d) * static_cast<float>(b[i / 32].qs[i % 32]);
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 
 void store_kv(GgmlType t, const float* x, void* y, int64_t n) {
   switch (t) {
-    case GgmlType::F32: std::memcpy(y, x, static_cast<size_t>(n) * 4); return;
+    case GgmlType::F32:
+      std::memcpy(y, x, static_cast<size_t>(n) * 4);
+      return;
     case GgmlType::F16: {
       auto* h = static_cast<uint16_t*>(y);
       for (int64_t i = 0; i < n; ++i) h[i] = f32_to_fp16(x[i]);
@@ -86,8 +91,11 @@ void store_kv(GgmlType t, const float* x, void* y, int64_t n) {
       for (int64_t i = 0; i < n; ++i) h[i] = f32_to_bf16(x[i]);
       return;
     }
-    case GgmlType::Q8_0: quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); return;
-    default: return;
+    case GgmlType::Q8_0:
+      quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n);
+      return;
+    default:
+      return;
   }
 }
 

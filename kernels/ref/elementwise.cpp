@@ -19,8 +19,7 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
 namespace {
 // YaRN correction dimension for a rotation count b (SPEC.md deepseek2 step 4).
 float yarn_corr_dim(int n_dims, int n_ctx_orig, float b, float base) {
-  return static_cast<float>(n_dims) *
-         std::log(static_cast<float>(n_ctx_orig) / (b * 2.0f * static_cast<float>(M_PI))) /
+  return static_cast<float>(n_dims) * std::log(static_cast<float>(n_ctx_orig) / (b * 2.0f * static_cast<float>(M_PI))) /
          (2.0f * std::log(base));
 }
 }  // namespace

@@ -12,7 +12,9 @@
 
 namespace ds {
 
-int indexer_head_pad(int n_head) { return (n_head + 15) / 16 * 16; }
+int indexer_head_pad(int n_head) {
+  return (n_head + 15) / 16 * 16;
+}
 
 size_t indexer_query_bytes(GgmlType key_type, int n_head, int64_t dim) {
   const size_t hp = static_cast<size_t>(indexer_head_pad(n_head));

@@ -31,8 +31,7 @@ void rope_cos_sin(const RopeParams& p, int32_t pos, float* cs);
 
 // Address of token j's row in a paged KV view (element 0 of head 0).
 static inline const uint8_t* kv_row(const KvView& v, int64_t j) {
-  return v.blocks[j / v.block_size] + static_cast<size_t>(j % v.block_size) * v.row_stride +
-         v.elem_offset;
+  return v.blocks[j / v.block_size] + static_cast<size_t>(j % v.block_size) * v.row_stride + v.elem_offset;
 }
 // Converts n elements (F32, F16, BF16, Q8_0; Q8_0 needs n % 32 == 0) of a KV row to float.
 void load_kv(GgmlType t, const uint8_t* src, float* dst, int64_t n);

@@ -250,9 +250,15 @@ float vec_dot(GgmlType wtype, int64_t n, const void* w, const void* act) {
 
 void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n) {
   switch (act_type) {
-    case GgmlType::Q8_K: quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n); return;
-    case GgmlType::Q8_0: quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); return;
-    case GgmlType::Q8_1: quantize_row_q8_1(x, static_cast<BlockQ8_1*>(y), n); return;
+    case GgmlType::Q8_K:
+      quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n);
+      return;
+    case GgmlType::Q8_0:
+      quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n);
+      return;
+    case GgmlType::Q8_1:
+      quantize_row_q8_1(x, static_cast<BlockQ8_1*>(y), n);
+      return;
     case GgmlType::F16: {
       auto* o = static_cast<uint16_t*>(y);
       for (int64_t i = 0; i < n; ++i) o[i] = f32_to_fp16(x[i]);
@@ -263,8 +269,11 @@ void quantize_act(GgmlType act_type, const float* x, void* y, int64_t n) {
       for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(x[i]);
       return;
     }
-    case GgmlType::F32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); return;
-    default: return;
+    case GgmlType::F32:
+      std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    default:
+      return;
   }
 }
 
@@ -273,8 +282,7 @@ void matmul(const MatmulArgs& a) {
   const auto* act = static_cast<const uint8_t*>(a.act);
   for (int64_t t = 0; t < a.n_tok; ++t)
     for (int64_t r = a.row_begin; r < a.row_end; ++r)
-      a.out[t * a.out_stride + r] =
-          vec_dot(a.wtype, a.n_in, w + r * a.w_row_stride, act + t * a.act_row_stride);
+      a.out[t * a.out_stride + r] = vec_dot(a.wtype, a.n_in, w + r * a.w_row_stride, act + t * a.act_row_stride);
 }
 
 }  // namespace ds::ref

@@ -29,7 +29,9 @@
 namespace ds::ref {
 namespace {
 
-float hsum8(const float* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+float hsum8(const float* a) {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
 
 // Lane k of one unpacked block against one Q8_K block (see the file comment).
 void block_lanes(const iq::Unpacked& u, const int8_t* q8, int32_t* lanes) {
@@ -124,21 +126,30 @@ float vec_dot_iq(GgmlType wtype, int64_t n, const void* w, const void* act) {
   const auto* a8k = static_cast<const BlockQ8_K*>(act);
   const int64_t nb = n / kQK_K;
   switch (wtype) {
-    case GgmlType::IQ2_XXS: return dot_k256(nb, static_cast<const BlockIQ2_XXS*>(w), a8k, 0.125f);
-    case GgmlType::IQ2_XS: return dot_k256(nb, static_cast<const BlockIQ2_XS*>(w), a8k, 0.125f);
-    case GgmlType::IQ2_S: return dot_k256(nb, static_cast<const BlockIQ2_S*>(w), a8k, 0.125f);
-    case GgmlType::IQ3_XXS: return dot_k256(nb, static_cast<const BlockIQ3_XXS*>(w), a8k, 0.25f);
-    case GgmlType::IQ3_S: return dot_k256(nb, static_cast<const BlockIQ3_S*>(w), a8k, 1.0f);
-    case GgmlType::IQ4_XS: return dot_k256(nb, static_cast<const BlockIQ4_XS*>(w), a8k, 1.0f);
-    case GgmlType::IQ1_S: return dot_iq1_s(nb, static_cast<const BlockIQ1_S*>(w), a8k);
-    case GgmlType::IQ1_M: return dot_iq1_m(nb, static_cast<const BlockIQ1_M*>(w), a8k);
+    case GgmlType::IQ2_XXS:
+      return dot_k256(nb, static_cast<const BlockIQ2_XXS*>(w), a8k, 0.125f);
+    case GgmlType::IQ2_XS:
+      return dot_k256(nb, static_cast<const BlockIQ2_XS*>(w), a8k, 0.125f);
+    case GgmlType::IQ2_S:
+      return dot_k256(nb, static_cast<const BlockIQ2_S*>(w), a8k, 0.125f);
+    case GgmlType::IQ3_XXS:
+      return dot_k256(nb, static_cast<const BlockIQ3_XXS*>(w), a8k, 0.25f);
+    case GgmlType::IQ3_S:
+      return dot_k256(nb, static_cast<const BlockIQ3_S*>(w), a8k, 1.0f);
+    case GgmlType::IQ4_XS:
+      return dot_k256(nb, static_cast<const BlockIQ4_XS*>(w), a8k, 1.0f);
+    case GgmlType::IQ1_S:
+      return dot_iq1_s(nb, static_cast<const BlockIQ1_S*>(w), a8k);
+    case GgmlType::IQ1_M:
+      return dot_iq1_m(nb, static_cast<const BlockIQ1_M*>(w), a8k);
     case GgmlType::IQ4_NL:
       return dot_nl32(n / kQK4_NL, static_cast<const BlockIQ4_NL*>(w), static_cast<const BlockQ8_0*>(act),
                       kIq4nlValues);
     case GgmlType::MXFP4:
       return dot_nl32(n / kQKMxfp4, static_cast<const BlockMxfp4*>(w), static_cast<const BlockQ8_0*>(act),
                       kMxfp4Values);
-    default: return 0.0f;
+    default:
+      return 0.0f;
   }
 }
 

@@ -14,11 +14,11 @@
 
 namespace ds::simd {
 
-constexpr int kAttnTile = 128;              // most rows per tile (bf16 pairs; the f32 paths 64)
-constexpr int kAttnTileF32 = 64;            // most rows per tile of the f32 paths (tile_rows)
-constexpr size_t kAttnTileBytes = 32768;    // converted K tile (GQA heads of 128: 64 rows)
-constexpr int kAttnMaxGroup = 192;          // members per job: 32 queries x 6 GQA heads
-constexpr int kMaxRowWidth = 1024;          // widest K (d_k + d_rope) or V row the scratch holds
+constexpr int kAttnTile = 128;                  // most rows per tile (bf16 pairs; the f32 paths 64)
+constexpr int kAttnTileF32 = 64;                // most rows per tile of the f32 paths (tile_rows)
+constexpr size_t kAttnTileBytes = 32768;        // converted K tile (GQA heads of 128: 64 rows)
+constexpr int kAttnMaxGroup = 192;              // members per job: 32 queries x 6 GQA heads
+constexpr int kMaxRowWidth = 1024;              // widest K (d_k + d_rope) or V row the scratch holds
 constexpr int kTileFloats = 16 * kMaxRowWidth;  // one K (or V) tile: 16 rows of the widest row
 constexpr int kAccFloats = 49152;               // accumulators of one job (192 x 128, 96 x 512)
 
@@ -155,8 +155,8 @@ void score_members(const AttnJob& job, const int* mi, const float* kt, int kw, i
 // read all 16 rows (36 KB) per block of 4 members. bench_kernels MLA prefill:512/ctx:1024,
 // 1 thread, medians of 4 alternated rounds: 95.6 -> 89.1 ms, and 91.7 -> 90.0 in another set.
 template <class V>
-void scores(const AttnJob& job, const int* act, int n_act, const float* kt, int kw, int n_rows,
-            float (*p)[kAttnTile], const uint8_t* const* pf, size_t pf_bytes) {
+void scores(const AttnJob& job, const int* act, int n_act, const float* kt, int kw, int n_rows, float (*p)[kAttnTile],
+            const uint8_t* const* pf, size_t pf_bytes) {
   for (int rb = 0; rb < n_rows; rb += 8) {
     int i = 0;
     const uint8_t* const* f = pf;
@@ -470,8 +470,7 @@ struct AttnState {
 
 // accumulate_members for the NM full-tile members mem[0..NM) of a job.
 template <class V, int NM>
-void accumulate_group(const AttnJob& job, AttnState& st, const int* mem, bool first, const float* vt, int vld,
-                      int nt) {
+void accumulate_group(const AttnJob& job, AttnState& st, const int* mem, bool first, const float* vt, int vld, int nt) {
   float* acc[NM];
   float corr[NM];
   const float* p[NM];
@@ -499,8 +498,7 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
     if (nt_m == nt) {
       full[n_full++] = im;
     } else {
-      accumulate_v<V>(st.acc + static_cast<size_t>(im) * job.d_v, st.corr[im], first, st.p[im], vt, vld, nt_m,
-                      job.d_v);
+      accumulate_v<V>(st.acc + static_cast<size_t>(im) * job.d_v, st.corr[im], first, st.p[im], vt, vld, nt_m, job.d_v);
     }
   }
   int i = 0;
@@ -512,8 +510,8 @@ void fold_tile(const AttnJob& job, AttnState& st, const int* act, int n_act, int
     }
   }
   for (; i < n_full; ++i)
-    accumulate_v<V>(st.acc + static_cast<size_t>(full[i]) * job.d_v, st.corr[full[i]], first, st.p[full[i]], vt,
-                    vld, nt, job.d_v);
+    accumulate_v<V>(st.acc + static_cast<size_t>(full[i]) * job.d_v, st.corr[full[i]], first, st.p[full[i]], vt, vld,
+                    nt, job.d_v);
 }
 
 }  // namespace ds::simd

@@ -58,7 +58,8 @@ constexpr size_t kv_elem_bytes = KT == GgmlType::F32 ? 4 : 2;
 template <class V, GgmlType KT, int NM, int NR>
 [[gnu::always_inline]] inline void direct_dot(const float* const* q, const uint8_t* const* krow, int off, int n,
                                               typename V::T* acc) {
-  dot_vectors<V, NM, NR>(q, n, [&](int r, int i) { return V::template load_kv<KT>(krow[r], off + i); }, acc);
+  dot_vectors<V, NM, NR>(
+      q, n, [&](int r, int i) { return V::template load_kv<KT>(krow[r], off + i); }, acc);
 }
 
 // Scores of NM members (queries qa[m], d_a floats, then qb[m], d_b floats) over rows
@@ -143,7 +144,7 @@ void attend_direct(const AttnJob& job) {
   }
   const int64_t n_kv = job.mem[0].n_kv;
   const int tile = tile_rows<V>(job.d_a + job.d_b, job.v ? job.d_v : 0);  // attend()'s tiles
-  const int n_rows_mult = 8;  // every pass width's score rows divide 8
+  const int n_rows_mult = 8;                                              // every pass width's score rows divide 8
   const KvView& vv = job.v ? *job.v : *job.k;
   const size_t v_off = job.v ? job.v_off : job.k_off;
   const uint8_t* krow[kAttnTile];
@@ -213,10 +214,14 @@ bool try_attend_direct(const AttnJob& job) {
     if (job.mem[i].n_kv != job.mem[0].n_kv) return false;
   using Gqa = std::make_integer_sequence<int, kDirectMaxGqa>;
   switch (job.k->type) {
-    case GgmlType::F32: return attend_direct_members<V, GgmlType::F32>(job, Gqa{});
-    case GgmlType::F16: return attend_direct_members<V, GgmlType::F16>(job, Gqa{});
-    case GgmlType::BF16: return attend_direct_members<V, GgmlType::BF16>(job, Gqa{});
-    default: return false;
+    case GgmlType::F32:
+      return attend_direct_members<V, GgmlType::F32>(job, Gqa{});
+    case GgmlType::F16:
+      return attend_direct_members<V, GgmlType::F16>(job, Gqa{});
+    case GgmlType::BF16:
+      return attend_direct_members<V, GgmlType::BF16>(job, Gqa{});
+    default:
+      return false;
   }
 }
 

@@ -17,7 +17,7 @@ using Kind = Grammar::Kind;
 using Seq = std::vector<Sym>;
 using ByteSet = std::bitset<256>;
 
-constexpr int kMaxRepeat = 1000;        // {m,n} bounds above this are refused
+constexpr int kMaxRepeat = 1000;         // {m,n} bounds above this are refused
 constexpr uint32_t kMaxClassSpan = 256;  // non-ASCII ranges are expanded code point by code point
 
 void append_utf8(uint32_t cp, std::string* out) {
@@ -272,13 +272,33 @@ class Parser {
       ++i_;
       int digits = 0;
       switch (e) {
-        case 'n': *cp = '\n'; return true;
-        case 'r': *cp = '\r'; return true;
-        case 't': *cp = '\t'; return true;
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': *cp = static_cast<uint32_t>(e); return true;
-        case 'x': digits = 2; break;
-        case 'u': digits = 4; break;
-        case 'U': digits = 8; break;
+        case 'n':
+          *cp = '\n';
+          return true;
+        case 'r':
+          *cp = '\r';
+          return true;
+        case 't':
+          *cp = '\t';
+          return true;
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+          *cp = static_cast<uint32_t>(e);
+          return true;
+        case 'x':
+          digits = 2;
+          break;
+        case 'u':
+          digits = 4;
+          break;
+        case 'U':
+          digits = 8;
+          break;
         default:
           if (std::ispunct(static_cast<unsigned char>(e))) {  // \. \* ...: the character itself
             *cp = static_cast<uint32_t>(e);
@@ -331,7 +351,8 @@ class Parser {
       if (hi >= 0x80) {
         if (negated) return fail("non-ASCII characters in a negated class are not supported");
         const uint32_t from = std::max<uint32_t>(lo, 0x80);
-        if (hi - from >= kMaxClassSpan) return fail("a character range beyond ASCII wider than 256 code points is not supported");
+        if (hi - from >= kMaxClassSpan)
+          return fail("a character range beyond ASCII wider than 256 code points is not supported");
         for (uint32_t cp = from; cp <= hi; ++cp) wide.push_back(cp);
       }
     }

@@ -97,9 +97,10 @@ std::string int_range(int64_t lo, int64_t hi) {
   if (lo < 0) {  // -m for m in [max(1, -hi), -lo]
     const int64_t mlo = std::max<int64_t>(1, hi < 0 ? -hi : 1);
     if (lo <= -kMaxBound) {
-      alts.push_back(mlo == 1 ? "\"-\" " + unbounded_pos
-                              : "\"-\" (" + digits_range(std::to_string(mlo), std::string(std::to_string(mlo).size(), '9')) +
-                                    " | [1-9] [0-9]{" + std::to_string(std::to_string(mlo).size()) + ",15})");
+      alts.push_back(mlo == 1
+                         ? "\"-\" " + unbounded_pos
+                         : "\"-\" (" + digits_range(std::to_string(mlo), std::string(std::to_string(mlo).size(), '9')) +
+                               " | [1-9] [0-9]{" + std::to_string(std::to_string(mlo).size()) + ",15})");
     } else {
       alts.push_back("\"-\" " + digits_range(std::to_string(mlo), std::to_string(-lo)));
     }
@@ -108,7 +109,8 @@ std::string int_range(int64_t lo, int64_t hi) {
     const int64_t plo = std::max<int64_t>(lo, 0);
     if (hi >= kMaxBound) {
       const std::string s = std::to_string(plo);
-      alts.push_back(digits_range(s, std::string(s.size(), '9')) + " | [1-9] [0-9]{" + std::to_string(s.size()) + ",15}");
+      alts.push_back(digits_range(s, std::string(s.size(), '9')) + " | [1-9] [0-9]{" + std::to_string(s.size()) +
+                     ",15}");
     } else {
       alts.push_back(digits_range(std::to_string(plo), std::to_string(hi)));
     }
@@ -158,10 +160,17 @@ class RegexToGbnf {
   }
   bool escape_class(char e, std::string* cls) {
     switch (e) {
-      case 'd': *cls = "0-9"; return true;
-      case 'w': *cls = "a-zA-Z0-9_"; return true;
-      case 's': *cls = " "; return true;  // a raw tab or newline is not JSON string text
-      default: return false;
+      case 'd':
+        *cls = "0-9";
+        return true;
+      case 'w':
+        *cls = "a-zA-Z0-9_";
+        return true;
+      case 's':
+        *cls = " ";
+        return true;  // a raw tab or newline is not JSON string text
+      default:
+        return false;
     }
   }
   bool atom(std::string* out) {
@@ -272,11 +281,41 @@ class Compiler {
       return true;
     }
     if (!s.is_object()) return fail(path, "a schema must be an object");
-    static const std::set<std::string> known = {
-        "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "items",
-        "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-        "exclusiveMaximum", "pattern", "$ref", "$defs", "definitions", "format", "title", "description", "$schema",
-        "$id", "default", "examples", "$comment", "strict", "nullable", "deprecated", "readOnly", "writeOnly"};
+    static const std::set<std::string> known = {"type",
+                                                "properties",
+                                                "required",
+                                                "additionalProperties",
+                                                "enum",
+                                                "const",
+                                                "anyOf",
+                                                "oneOf",
+                                                "items",
+                                                "prefixItems",
+                                                "minItems",
+                                                "maxItems",
+                                                "minLength",
+                                                "maxLength",
+                                                "minimum",
+                                                "maximum",
+                                                "exclusiveMinimum",
+                                                "exclusiveMaximum",
+                                                "pattern",
+                                                "$ref",
+                                                "$defs",
+                                                "definitions",
+                                                "format",
+                                                "title",
+                                                "description",
+                                                "$schema",
+                                                "$id",
+                                                "default",
+                                                "examples",
+                                                "$comment",
+                                                "strict",
+                                                "nullable",
+                                                "deprecated",
+                                                "readOnly",
+                                                "writeOnly"};
     for (const auto& [k, v] : s.items()) {
       if (!known.count(k)) return fail(path, "unsupported keyword '" + k + "'");
     }
@@ -333,7 +372,8 @@ class Compiler {
       if (target.rfind(prefix, 0) == 0) name = target.substr(std::string(prefix).size());
     }
     if (target == "#") name = "";
-    if (name.empty() && target != "#") return fail(path + "/$ref", "only #, #/$defs/NAME and #/definitions/NAME are supported");
+    if (name.empty() && target != "#")
+      return fail(path + "/$ref", "only #, #/$defs/NAME and #/definitions/NAME are supported");
     std::string rule = prefix_ + "ref";
     for (char c : name) rule += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
     rule += "-" + std::to_string(std::hash<std::string>{}(target) % 100000);
@@ -342,7 +382,8 @@ class Compiler {
     const json* def = &root_;
     if (!name.empty()) {
       const char* defs = target.rfind("#/$defs/", 0) == 0 ? "$defs" : "definitions";
-      if (!root_.contains(defs) || !root_[defs].contains(name)) return fail(path + "/$ref", "'" + target + "' is not defined");
+      if (!root_.contains(defs) || !root_[defs].contains(name))
+        return fail(path + "/$ref", "'" + target + "' is not defined");
       def = &root_[defs][name];
     }
     pending_.insert(rule);
@@ -354,7 +395,8 @@ class Compiler {
 
   bool get_count(const json& s, const char* key, const std::string& path, int* out) {
     if (!s.contains(key)) return true;
-    if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0) return fail(path + "/" + key, "must be a non-negative integer");
+    if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0)
+      return fail(path + "/" + key, "must be a non-negative integer");
     *out = static_cast<int>(std::min<int64_t>(s[key].get<int64_t>(), kMaxCount + 1));
     return true;
   }
@@ -381,7 +423,8 @@ class Compiler {
     if (s.contains("format")) {
       static const std::map<std::string, std::string> formats = {
           {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))"},
-          {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{3})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
+          {"time",
+           R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{3})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
           {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"}};
       const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
       std::string body;
@@ -429,7 +472,9 @@ class Compiler {
       return true;
     }
     // Integer bounds: the integers inside [min, max] (exclusive bounds step one past).
-    auto clamp = [](double v) { return static_cast<int64_t>(std::max<double>(-kMaxBound, std::min<double>(kMaxBound, v))); };
+    auto clamp = [](double v) {
+      return static_cast<int64_t>(std::max<double>(-kMaxBound, std::min<double>(kMaxBound, v)));
+    };
     int64_t lo = -kMaxBound, hi = kMaxBound;
     if (has_mn) lo = std::max(lo, clamp(std::ceil(mn)));
     if (has_xmn) lo = std::max(lo, clamp(std::floor(xmn) + 1));
@@ -473,7 +518,8 @@ class Compiler {
       return true;
     }
     const std::string list =
-        "(" + item + ") " + repeat("\",\" space (" + item + ")", lo > 0 ? lo - 1 : 0, hi > 0 && hi <= kMaxCount ? hi - 1 : -1);
+        "(" + item + ") " +
+        repeat("\",\" space (" + item + ")", lo > 0 ? lo - 1 : 0, hi > 0 && hi <= kMaxCount ? hi - 1 : -1);
     *out = "(\"[\" space " + (lo > 0 ? list : "(" + list + ")?") + " \"]\" space)";
     return true;
   }
@@ -486,7 +532,8 @@ class Compiler {
       if (!s["required"].is_array()) return fail(path + "/required", "must be an array of names");
       for (const auto& r : s["required"]) {
         if (!r.is_string()) return fail(path + "/required", "must be an array of names");
-        if (!props.contains(r.get<std::string>())) return fail(path + "/required", "'" + r.get<std::string>() + "' is not in properties");
+        if (!props.contains(r.get<std::string>()))
+          return fail(path + "/required", "'" + r.get<std::string>() + "' is not in properties");
         required.insert(r.get<std::string>());
       }
     }

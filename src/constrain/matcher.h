@@ -71,8 +71,8 @@ class Matcher {
   bool accept_bytes(std::string_view bytes);
   // A sampled token: its bytes, or for an EOG token whether the grammar may end.
   bool accept_token(int32_t token);
-  bool can_end() const;       // the grammar may end here
-  bool must_end() const;      // and nothing else may follow
+  bool can_end() const;   // the grammar may end here
+  bool must_end() const;  // and nothing else may follow
   // Bit t of word t/64 is set when token t may come next.
   const std::vector<uint64_t>& mask();
 

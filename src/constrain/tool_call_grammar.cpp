@@ -65,7 +65,8 @@ Result<std::string> dsml_params(const json& params, const std::string& name, std
     const std::string close = lit(std::string("</｜DSML｜parameter>\n"));
     std::string elem = lit("<｜DSML｜parameter name=\"" + key + "\" string=\"false\">") + " " + rule + " " + close;
     if (plain_string(sub)) {
-      elem = "(" + elem + " | " + lit("<｜DSML｜parameter name=\"" + key + "\" string=\"true\">") + " dsml-raw " + close + ")";
+      elem = "(" + elem + " | " + lit("<｜DSML｜parameter name=\"" + key + "\" string=\"true\">") + " dsml-raw " +
+             close + ")";
     }
     if (required.count(key)) {
       req += " " + elem;
@@ -92,16 +93,15 @@ Result<std::string> tool_call_gbnf(const ToolCallConstraint& c, std::string_view
         auto r = json_schema_rules(t.parameters, t.parameters, rule + "-args");
         if (!r) return Status::error("tools: '" + t.name + "': " + r.message());
         rules += r.value();
-        body = (named ? "" : lit(t.name + "\n```json\n") + " ") + rule + "-args " +
-               lit("\n```" + std::string(kCallEnd));
+        body =
+            (named ? "" : lit(t.name + "\n```json\n") + " ") + rule + "-args " + lit("\n```" + std::string(kCallEnd));
         break;
       }
       case ToolCallFormat::kV3_1: {
         auto r = json_schema_rules(t.parameters, t.parameters, rule + "-args");
         if (!r) return Status::error("tools: '" + t.name + "': " + r.message());
         rules += r.value();
-        body = (named ? "" : lit(t.name + std::string(kSep)) + " ") + rule + "-args " +
-               lit(std::string(kCallEnd));
+        body = (named ? "" : lit(t.name + std::string(kSep)) + " ") + rule + "-args " + lit(std::string(kCallEnd));
         break;
       }
       case ToolCallFormat::kV3_2:

@@ -34,7 +34,7 @@ namespace {
 Status check_kv_type(const HParams& hp, GgmlType t) {
   if (t != GgmlType::Q8_0) return Status::ok();
   const bool ok = hp.is_mla() ? (hp.kv_lora % 32 == 0 && hp.n_rot % 32 == 0)
-                                             : (hp.n_embd_head_k % 32 == 0 && hp.n_embd_head_v % 32 == 0);
+                              : (hp.n_embd_head_k % 32 == 0 && hp.n_embd_head_v % 32 == 0);
   return ok ? Status::ok() : Status::error("KV cache type q8_0 needs head sizes that are multiples of 32");
 }
 

@@ -20,13 +20,13 @@
 namespace ds {
 
 struct RunnerOptions {
-  int n_threads = 0;                   // 0: one per physical core
+  int n_threads = 0;  // 0: one per physical core
   bool pin_threads = true;
-  GgmlType kv_type = GgmlType::F16;    // F32, F16, BF16 or Q8_0
+  GgmlType kv_type = GgmlType::F16;  // F32, F16, BF16 or Q8_0
   int kv_block_size = 16;
   int n_kv_blocks = 0;
   int max_batch_tokens = 512;
-  int max_seq_tokens = 4096;           // longest sequence (sizes the block-pointer table)
+  int max_seq_tokens = 4096;             // longest sequence (sizes the block-pointer table)
   const KernelTable* kernels = nullptr;  // null: kern() (best ISA, DS_ISA)
   std::string numa = "none";
   // Pack the quantized matrices (repack_supported) into 16-row panels at creation when the kernel table reads

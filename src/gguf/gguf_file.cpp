@@ -80,12 +80,25 @@ struct GgufParser {
 
   static size_t min_value_bytes(GgufValueType t) {
     switch (t) {
-      case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-      case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-      case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
-      case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
-      case GgufValueType::kString: return 8;
-      case GgufValueType::kArray: return 12;
+      case GgufValueType::kUint8:
+      case GgufValueType::kInt8:
+      case GgufValueType::kBool:
+        return 1;
+      case GgufValueType::kUint16:
+      case GgufValueType::kInt16:
+        return 2;
+      case GgufValueType::kUint32:
+      case GgufValueType::kInt32:
+      case GgufValueType::kFloat32:
+        return 4;
+      case GgufValueType::kUint64:
+      case GgufValueType::kInt64:
+      case GgufValueType::kFloat64:
+        return 8;
+      case GgufValueType::kString:
+        return 8;
+      case GgufValueType::kArray:
+        return 12;
     }
     return 1;
   }
@@ -93,26 +106,88 @@ struct GgufParser {
   Status read_scalar(GgufValueType t, GgufValue* v, const std::string& key) {
     const char* f = key.c_str();
     switch (t) {
-      case GgufValueType::kUint8: { uint8_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
-      case GgufValueType::kInt8: { int8_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::kUint16: { uint16_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
-      case GgufValueType::kInt16: { int16_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::kUint32: { uint32_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = x; break; }
-      case GgufValueType::kInt32: { int32_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::kUint64: { uint64_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->u = x; v->i = static_cast<int64_t>(x); break; }
-      case GgufValueType::kInt64: { int64_t x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->i = x; v->u = static_cast<uint64_t>(x); break; }
-      case GgufValueType::kFloat32: { float x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->f = x; break; }
-      case GgufValueType::kFloat64: { double x = 0; DS_RETURN_IF_ERROR(read(&x, f)); v->f = x; break; }
+      case GgufValueType::kUint8: {
+        uint8_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->u = x;
+        v->i = x;
+        break;
+      }
+      case GgufValueType::kInt8: {
+        int8_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->i = x;
+        v->u = static_cast<uint64_t>(x);
+        break;
+      }
+      case GgufValueType::kUint16: {
+        uint16_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->u = x;
+        v->i = x;
+        break;
+      }
+      case GgufValueType::kInt16: {
+        int16_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->i = x;
+        v->u = static_cast<uint64_t>(x);
+        break;
+      }
+      case GgufValueType::kUint32: {
+        uint32_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->u = x;
+        v->i = x;
+        break;
+      }
+      case GgufValueType::kInt32: {
+        int32_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->i = x;
+        v->u = static_cast<uint64_t>(x);
+        break;
+      }
+      case GgufValueType::kUint64: {
+        uint64_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->u = x;
+        v->i = static_cast<int64_t>(x);
+        break;
+      }
+      case GgufValueType::kInt64: {
+        int64_t x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->i = x;
+        v->u = static_cast<uint64_t>(x);
+        break;
+      }
+      case GgufValueType::kFloat32: {
+        float x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->f = x;
+        break;
+      }
+      case GgufValueType::kFloat64: {
+        double x = 0;
+        DS_RETURN_IF_ERROR(read(&x, f));
+        v->f = x;
+        break;
+      }
       case GgufValueType::kBool: {
         const size_t at = pos;
         uint8_t x = 0;
         DS_RETURN_IF_ERROR(read(&x, f));
         if (x > 1) return fail(str_format("%s: bool value %u is neither 0 nor 1", f, x), at);
-        v->i = x; v->u = x;
+        v->i = x;
+        v->u = x;
         break;
       }
-      case GgufValueType::kString: DS_RETURN_IF_ERROR(read_string(&v->str, f, size)); break;
-      case GgufValueType::kArray: break;  // handled by read_value
+      case GgufValueType::kString:
+        DS_RETURN_IF_ERROR(read_string(&v->str, f, size));
+        break;
+      case GgufValueType::kArray:
+        break;  // handled by read_value
     }
     return Status::ok();
   }
@@ -138,7 +213,8 @@ struct GgufParser {
     DS_RETURN_IF_ERROR(read(&n, key.c_str()));
     const size_t min_bytes = min_value_bytes(v->elem_type);
     if (n > (size - pos) / min_bytes) {
-      return fail(str_format("%s: array count %" PRIu64 " cannot fit in the %zu bytes left", key.c_str(), n, size - pos), at);
+      return fail(
+          str_format("%s: array count %" PRIu64 " cannot fit in the %zu bytes left", key.c_str(), n, size - pos), at);
     }
     GgufValue elem;
     switch (v->elem_type) {
@@ -146,7 +222,8 @@ struct GgufParser {
         v->arr_str.resize(n);
         for (uint64_t k = 0; k < n; ++k) DS_RETURN_IF_ERROR(read_string(&v->arr_str[k], key.c_str(), size));
         break;
-      case GgufValueType::kFloat32: case GgufValueType::kFloat64:
+      case GgufValueType::kFloat32:
+      case GgufValueType::kFloat64:
         v->arr_float.resize(n);
         for (uint64_t k = 0; k < n; ++k) {
           DS_RETURN_IF_ERROR(read_scalar(v->elem_type, &elem, key));
@@ -183,8 +260,10 @@ struct GgufParser {
     uint64_t n_tensors = 0, n_kv = 0;
     DS_RETURN_IF_ERROR(read(&n_tensors, "tensor count"));
     DS_RETURN_IF_ERROR(read(&n_kv, "metadata count"));
-    if (n_kv > (size - pos) / 13) return fail(str_format("metadata count %" PRIu64 " is impossible for this file size", n_kv), 16);
-    if (n_tensors > (size - pos) / 32) return fail(str_format("tensor count %" PRIu64 " is impossible for this file size", n_tensors), 8);
+    if (n_kv > (size - pos) / 13)
+      return fail(str_format("metadata count %" PRIu64 " is impossible for this file size", n_kv), 16);
+    if (n_tensors > (size - pos) / 32)
+      return fail(str_format("tensor count %" PRIu64 " is impossible for this file size", n_tensors), 8);
 
     for (uint64_t k = 0; k < n_kv; ++k) {
       const size_t at = pos;
@@ -250,7 +329,8 @@ struct GgufParser {
     ti->type = static_cast<GgmlType>(type);
     if (ti->ne[0] % tr.block_size != 0) {
       return fail(str_format("%s: row length %" PRId64 " is not a multiple of the %s block size %d", field.c_str(),
-                             ti->ne[0], tr.name, tr.block_size), at);
+                             ti->ne[0], tr.name, tr.block_size),
+                  at);
     }
     uint64_t nbytes = 0;
     const uint64_t blocks = static_cast<uint64_t>(n_el) / static_cast<uint64_t>(tr.block_size);
@@ -266,7 +346,7 @@ struct GgufParser {
 // ---------------------------------------------------------------------------
 
 const char* gguf_value_type_name(GgufValueType t) {
-  static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+  static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                 "bool", "string", "array", "u64", "i64", "f64"};
   const auto i = static_cast<uint32_t>(t);
   return i < 13 ? names[i] : "?";
@@ -274,9 +354,13 @@ const char* gguf_value_type_name(GgufValueType t) {
 
 bool GgufValue::is_integer() const {
   switch (type) {
-    case GgufValueType::kFloat32: case GgufValueType::kFloat64: case GgufValueType::kString:
-    case GgufValueType::kArray: return false;
-    default: return true;
+    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat64:
+    case GgufValueType::kString:
+    case GgufValueType::kArray:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -290,10 +374,16 @@ std::string GgufValue::to_string(size_t max_items) const {
       std::string s = str.size() > 80 ? str.substr(0, 77) + "..." : str;
       return "\"" + escape_for_display(s) + "\"";
     }
-    case GgufValueType::kBool: return i ? "true" : "false";
-    case GgufValueType::kFloat32: case GgufValueType::kFloat64: return str_format("%g", f);
-    case GgufValueType::kUint64: case GgufValueType::kUint32: case GgufValueType::kUint16:
-    case GgufValueType::kUint8: return std::to_string(u);
+    case GgufValueType::kBool:
+      return i ? "true" : "false";
+    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat64:
+      return str_format("%g", f);
+    case GgufValueType::kUint64:
+    case GgufValueType::kUint32:
+    case GgufValueType::kUint16:
+    case GgufValueType::kUint8:
+      return std::to_string(u);
     case GgufValueType::kArray: {
       std::string s = str_format("[%s x %zu]", gguf_value_type_name(elem_type), array_size());
       if (max_items == 0) return s;
@@ -301,15 +391,20 @@ std::string GgufValue::to_string(size_t max_items) const {
       const size_t n = std::min(max_items, array_size());
       for (size_t k = 0; k < n; ++k) {
         if (k) s += ", ";
-        if (!arr_int.empty()) s += std::to_string(arr_int[k]);
-        else if (!arr_float.empty()) s += str_format("%g", arr_float[k]);
-        else if (!arr_str.empty()) s += "\"" + escape_for_display(arr_str[k]) + "\"";
-        else s += arr_nested[k].to_string(0);
+        if (!arr_int.empty())
+          s += std::to_string(arr_int[k]);
+        else if (!arr_float.empty())
+          s += str_format("%g", arr_float[k]);
+        else if (!arr_str.empty())
+          s += "\"" + escape_for_display(arr_str[k]) + "\"";
+        else
+          s += arr_nested[k].to_string(0);
       }
       if (n < array_size()) s += ", ...";
       return s + "}";
     }
-    default: return std::to_string(i);
+    default:
+      return std::to_string(i);
   }
 }
 
@@ -349,8 +444,9 @@ static Result<std::unique_ptr<GgufFile::Shard>> map_file(const std::string& path
   sh->fd = *fd;
   struct stat st {};
   if (fstat(sh->fd, &st) != 0) return Status::error(path + ": cannot stat: " + std::strerror(errno));
-  if (st.st_size < 24) return Status::error(str_format("%s: file too small to be GGUF (%lld bytes)", path.c_str(),
-                                                       static_cast<long long>(st.st_size)));
+  if (st.st_size < 24)
+    return Status::error(
+        str_format("%s: file too small to be GGUF (%lld bytes)", path.c_str(), static_cast<long long>(st.st_size)));
   sh->size = static_cast<size_t>(st.st_size);
   void* p = mmap(nullptr, sh->size, PROT_READ, MAP_PRIVATE, sh->fd, 0);
   if (p == MAP_FAILED) return Status::error(path + ": mmap failed: " + std::strerror(errno));
@@ -401,13 +497,15 @@ Status GgufFile::add_shard(std::unique_ptr<Shard> sh, int index) {
     GgufTensorInfo& ti = tensors[k];
     if (ti.offset % meta->alignment_ != 0) {
       return p.fail(str_format("tensor '%s': data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
-                               ti.name.c_str(), ti.offset, meta->alignment_), data_start);
+                               ti.name.c_str(), ti.offset, meta->alignment_),
+                    data_start);
     }
     uint64_t end = 0;
     if (__builtin_add_overflow(static_cast<uint64_t>(data_start), ti.offset, &end) ||
         __builtin_add_overflow(end, static_cast<uint64_t>(ti.nbytes), &end) || end > sh->size) {
       return p.fail(str_format("tensor '%s': data [%" PRIu64 ", +%zu) runs past the end of the file (%zu bytes)",
-                               ti.name.c_str(), ti.offset, ti.nbytes, sh->size), data_start);
+                               ti.name.c_str(), ti.offset, ti.nbytes, sh->size),
+                    data_start);
     }
     ti.data = sh->base + data_start + ti.offset;
     ti.shard = index;
@@ -529,9 +627,15 @@ static Result<T> value_or(Get&& got, T def) {
   return got->has_value() ? **got : def;
 }
 
-Result<int64_t> GgufFile::get_int_or(std::string_view key, int64_t def) const { return value_or(get_int(key), def); }
-Result<double> GgufFile::get_float_or(std::string_view key, double def) const { return value_or(get_float(key), def); }
-Result<bool> GgufFile::get_bool_or(std::string_view key, bool def) const { return value_or(get_bool(key), def); }
+Result<int64_t> GgufFile::get_int_or(std::string_view key, int64_t def) const {
+  return value_or(get_int(key), def);
+}
+Result<double> GgufFile::get_float_or(std::string_view key, double def) const {
+  return value_or(get_float(key), def);
+}
+Result<bool> GgufFile::get_bool_or(std::string_view key, bool def) const {
+  return value_or(get_bool(key), def);
+}
 Result<std::string> GgufFile::get_string_or(std::string_view key, std::string def) const {
   return value_or(get_string(key), std::move(def));
 }

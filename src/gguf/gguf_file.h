@@ -20,8 +20,19 @@ namespace ds {
 
 // Metadata value type ids (GGUF), 0..12 in this order.
 enum class GgufValueType : uint32_t {
-  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType t);
 
@@ -38,13 +49,13 @@ struct GgufValue {
   std::string str;
 
   // Array payload (exactly one is used, by elem_type).
-  std::vector<int64_t> arr_int;      // all integer element types and bool (u64 > INT64_MAX stored wrapped)
-  std::vector<double> arr_float;     // FLOAT32, FLOAT64
-  std::vector<std::string> arr_str;  // STRING
-  std::vector<GgufValue> arr_nested; // ARRAY of ARRAY
+  std::vector<int64_t> arr_int;       // all integer element types and bool (u64 > INT64_MAX stored wrapped)
+  std::vector<double> arr_float;      // FLOAT32, FLOAT64
+  std::vector<std::string> arr_str;   // STRING
+  std::vector<GgufValue> arr_nested;  // ARRAY of ARRAY
 
   bool is_array() const { return type == GgufValueType::kArray; }
-  bool is_integer() const;   // any integer scalar type or bool
+  bool is_integer() const;  // any integer scalar type or bool
   bool is_float() const { return type == GgufValueType::kFloat32 || type == GgufValueType::kFloat64; }
   size_t array_size() const;
   // Human-readable short form (arrays summarized), for ds-cli inspect.
@@ -56,10 +67,10 @@ struct GgufTensorInfo {
   uint32_t n_dims = 0;
   int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is contiguous: a row
   GgmlType type = GgmlType::F32;
-  uint64_t offset = 0;           // relative to its shard's data blob
+  uint64_t offset = 0;  // relative to its shard's data blob
   size_t nbytes = 0;
-  int shard = 0;                 // which shard file holds it
-  const uint8_t* data = nullptr; // into the mmap
+  int shard = 0;                  // which shard file holds it
+  const uint8_t* data = nullptr;  // into the mmap
 
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }

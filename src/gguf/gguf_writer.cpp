@@ -78,15 +78,23 @@ bool is_unsigned(GgufValueType t) {
   return t == GgufValueType::kUint8 || t == GgufValueType::kUint16 || t == GgufValueType::kUint32 ||
          t == GgufValueType::kUint64 || t == GgufValueType::kBool;
 }
-uint64_t uint_payload(const GgufValue& v) { return v.u != 0 ? v.u : static_cast<uint64_t>(v.i); }
-int64_t int_payload(const GgufValue& v) { return v.i != 0 ? v.i : static_cast<int64_t>(v.u); }
+uint64_t uint_payload(const GgufValue& v) {
+  return v.u != 0 ? v.u : static_cast<uint64_t>(v.i);
+}
+int64_t int_payload(const GgufValue& v) {
+  return v.i != 0 ? v.i : static_cast<int64_t>(v.u);
+}
 uint64_t array_count(const GgufValue& v) {
   switch (v.elem_type) {
-    case GgufValueType::kString: return v.arr_str.size();
+    case GgufValueType::kString:
+      return v.arr_str.size();
     case GgufValueType::kFloat32:
-    case GgufValueType::kFloat64: return v.arr_float.size();
-    case GgufValueType::kArray: return v.arr_nested.size();
-    default: return v.arr_int.size();
+    case GgufValueType::kFloat64:
+      return v.arr_float.size();
+    case GgufValueType::kArray:
+      return v.arr_nested.size();
+    default:
+      return v.arr_int.size();
   }
 }
 
@@ -96,8 +104,10 @@ bool gguf_value_equal(const GgufValue& a, const GgufValue& b) {
   if (a.type != b.type) return false;
   switch (a.type) {
     case GgufValueType::kFloat32:
-    case GgufValueType::kFloat64: return a.f == b.f || (a.f != a.f && b.f != b.f);
-    case GgufValueType::kString: return a.str == b.str;
+    case GgufValueType::kFloat64:
+      return a.f == b.f || (a.f != a.f && b.f != b.f);
+    case GgufValueType::kString:
+      return a.str == b.str;
     case GgufValueType::kArray: {
       if (a.elem_type != b.elem_type) return false;
       if (a.arr_int != b.arr_int || a.arr_str != b.arr_str) return false;
@@ -117,7 +127,9 @@ bool gguf_value_equal(const GgufValue& a, const GgufValue& b) {
   }
 }
 
-GgufWriter::~GgufWriter() { abort(); }
+GgufWriter::~GgufWriter() {
+  abort();
+}
 
 void GgufWriter::set(std::string_view key, GgufValue value) {
   for (auto& kv : kv_) {
@@ -152,7 +164,9 @@ uint64_t GgufWriter::alignment() const {
   return (v != 0 && (v & (v - 1)) == 0 && v <= (1u << 20)) ? v : 32;
 }
 
-static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+static uint64_t round_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 Status GgufWriter::add_tensor(std::string_view name, GgmlType type, const std::vector<int64_t>& ne) {
   const GgmlTypeTraits tr = ggml_type_traits(type);
@@ -183,7 +197,8 @@ Status GgufWriter::add_tensor(std::string_view name, GgmlType type, const std::v
                          " is not a multiple of " + tr.name + "'s block size " + std::to_string(tr.block_size));
   }
   uint64_t nbytes = 0;
-  if (n_rows > (uint64_t{1} << 50) || __builtin_mul_overflow(static_cast<uint64_t>(ggml_row_size(type, ne[0])), n_rows, &nbytes) ||
+  if (n_rows > (uint64_t{1} << 50) ||
+      __builtin_mul_overflow(static_cast<uint64_t>(ggml_row_size(type, ne[0])), n_rows, &nbytes) ||
       nbytes > (uint64_t{1} << 50)) {
     return Status::error("gguf writer: tensor '" + t.name + "' is too large");
   }
@@ -201,7 +216,6 @@ Status GgufWriter::write_bytes(const void* p, size_t n) {
   return Status::ok();
 }
 
-
 Status GgufWriter::write_string(std::string_view s) {
   const uint64_t len = s.size();
   DS_RETURN_IF_ERROR(write_bytes(&len, 8));
@@ -210,19 +224,32 @@ Status GgufWriter::write_string(std::string_view s) {
 
 Status GgufWriter::write_value(const GgufValue& v, GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8: return put<uint8_t>(static_cast<uint8_t>(uint_payload(v)));
-    case GgufValueType::kInt8: return put<int8_t>(static_cast<int8_t>(int_payload(v)));
-    case GgufValueType::kUint16: return put<uint16_t>(static_cast<uint16_t>(uint_payload(v)));
-    case GgufValueType::kInt16: return put<int16_t>(static_cast<int16_t>(int_payload(v)));
-    case GgufValueType::kUint32: return put<uint32_t>(static_cast<uint32_t>(uint_payload(v)));
-    case GgufValueType::kInt32: return put<int32_t>(static_cast<int32_t>(int_payload(v)));
-    case GgufValueType::kUint64: return put<uint64_t>(uint_payload(v));
-    case GgufValueType::kInt64: return put<int64_t>(int_payload(v));
-    case GgufValueType::kFloat32: return put<float>(static_cast<float>(v.f));
-    case GgufValueType::kFloat64: return put<double>(v.f);
-    case GgufValueType::kBool: return put<uint8_t>(uint_payload(v) ? 1 : 0);
-    case GgufValueType::kString: return write_string(v.str);
-    case GgufValueType::kArray: break;
+    case GgufValueType::kUint8:
+      return put<uint8_t>(static_cast<uint8_t>(uint_payload(v)));
+    case GgufValueType::kInt8:
+      return put<int8_t>(static_cast<int8_t>(int_payload(v)));
+    case GgufValueType::kUint16:
+      return put<uint16_t>(static_cast<uint16_t>(uint_payload(v)));
+    case GgufValueType::kInt16:
+      return put<int16_t>(static_cast<int16_t>(int_payload(v)));
+    case GgufValueType::kUint32:
+      return put<uint32_t>(static_cast<uint32_t>(uint_payload(v)));
+    case GgufValueType::kInt32:
+      return put<int32_t>(static_cast<int32_t>(int_payload(v)));
+    case GgufValueType::kUint64:
+      return put<uint64_t>(uint_payload(v));
+    case GgufValueType::kInt64:
+      return put<int64_t>(int_payload(v));
+    case GgufValueType::kFloat32:
+      return put<float>(static_cast<float>(v.f));
+    case GgufValueType::kFloat64:
+      return put<double>(v.f);
+    case GgufValueType::kBool:
+      return put<uint8_t>(uint_payload(v) ? 1 : 0);
+    case GgufValueType::kString:
+      return write_string(v.str);
+    case GgufValueType::kArray:
+      break;
   }
   if (type != GgufValueType::kArray) return Status::error("gguf writer: unknown value type");
   DS_RETURN_IF_ERROR(put<uint32_t>(static_cast<uint32_t>(v.elem_type)));
@@ -232,13 +259,17 @@ Status GgufWriter::write_value(const GgufValue& v, GgufValueType type) {
   e.type = v.elem_type;
   for (uint64_t k = 0; k < n; ++k) {
     switch (v.elem_type) {
-      case GgufValueType::kString: DS_RETURN_IF_ERROR(write_string(v.arr_str[k])); break;
+      case GgufValueType::kString:
+        DS_RETURN_IF_ERROR(write_string(v.arr_str[k]));
+        break;
       case GgufValueType::kFloat32:
       case GgufValueType::kFloat64:
         e.f = v.arr_float[k];
         DS_RETURN_IF_ERROR(write_value(e, v.elem_type));
         break;
-      case GgufValueType::kArray: DS_RETURN_IF_ERROR(write_value(v.arr_nested[k], GgufValueType::kArray)); break;
+      case GgufValueType::kArray:
+        DS_RETURN_IF_ERROR(write_value(v.arr_nested[k], GgufValueType::kArray));
+        break;
       default:
         e.i = v.arr_int[k];
         e.u = static_cast<uint64_t>(v.arr_int[k]);
@@ -371,12 +402,25 @@ uint64_t GgufWriter::header_size() const {
   uint64_t n = 4 + 4 + 8 + 8;
   auto value_size = [](const GgufValue& v, GgufValueType t, auto&& self) -> uint64_t {
     switch (t) {
-      case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-      case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-      case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
-      case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
-      case GgufValueType::kString: return 8 + v.str.size();
-      case GgufValueType::kArray: break;
+      case GgufValueType::kUint8:
+      case GgufValueType::kInt8:
+      case GgufValueType::kBool:
+        return 1;
+      case GgufValueType::kUint16:
+      case GgufValueType::kInt16:
+        return 2;
+      case GgufValueType::kUint32:
+      case GgufValueType::kInt32:
+      case GgufValueType::kFloat32:
+        return 4;
+      case GgufValueType::kUint64:
+      case GgufValueType::kInt64:
+      case GgufValueType::kFloat64:
+        return 8;
+      case GgufValueType::kString:
+        return 8 + v.str.size();
+      case GgufValueType::kArray:
+        break;
     }
     uint64_t s = 4 + 8;
     if (v.elem_type == GgufValueType::kString) {

@@ -75,7 +75,9 @@ class GgufWriter {
  private:
   Status write_bytes(const void* p, size_t n);
   template <class T>
-  Status put(T v) { return write_bytes(&v, sizeof(v)); }
+  Status put(T v) {
+    return write_bytes(&v, sizeof(v));
+  }
   void layout();  // assigns tensor offsets for the current alignment
   Status write_value(const GgufValue& v, GgufValueType type);
   Status write_string(std::string_view s);
@@ -90,10 +92,10 @@ class GgufWriter {
   std::string path_;
   std::string tmp_path_;
   std::FILE* f_ = nullptr;
-  uint64_t pos_ = 0;         // bytes written to the file
-  uint64_t data_start_ = 0;  // file offset of the data blob
-  size_t cur_tensor_ = 0;    // tensor being written
-  uint64_t cur_written_ = 0; // bytes of it written so far
+  uint64_t pos_ = 0;          // bytes written to the file
+  uint64_t data_start_ = 0;   // file offset of the data blob
+  size_t cur_tensor_ = 0;     // tensor being written
+  uint64_t cur_written_ = 0;  // bytes of it written so far
 };
 
 // True when both values have the same type and contents (signed/unsigned integer

@@ -62,14 +62,19 @@ void Deepseek2Model::per_head(ForwardCtx& ctx, const std::vector<Mat>& w, const 
     head_bytes = ggml_row_size(at, n_in);
     uint8_t* q = ctx.arena.alloc_bytes(head_bytes * static_cast<size_t>(T * H));
     ctx.parallel_for(T * H, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) ctx.kt.quantize_act(at, x + i * x_head, q + static_cast<size_t>(i) * head_bytes, n_in);
+      for (int64_t i = i0; i < i1; ++i)
+        ctx.kt.quantize_act(at, x + i * x_head, q + static_cast<size_t>(i) * head_bytes, n_in);
     });
     act = q;
   }
   MatJob* jobs = ctx.arena.alloc<MatJob>(H);
   for (int64_t h = 0; h < H; ++h) {
-    jobs[h] = MatJob{w[static_cast<size_t>(h)], act + static_cast<size_t>(h) * head_bytes,
-                     head_bytes * static_cast<size_t>(H), T, y + h * y_head, y_tok};
+    jobs[h] = MatJob{w[static_cast<size_t>(h)],
+                     act + static_cast<size_t>(h) * head_bytes,
+                     head_bytes * static_cast<size_t>(H),
+                     T,
+                     y + h * y_head,
+                     y_tok};
   }
   ctx.matmul_jobs(jobs, static_cast<int>(H));
 }
@@ -142,7 +147,8 @@ float* Deepseek2Model::mla_project(int il, ForwardCtx& ctx, ActRows& a, float** 
   ctx.rope_rows(q + nope, static_cast<int>(H), qw, H * qw, rp);
   ctx.rope_rows(kv + kvl, 1, kvl + rope, kvl + rope, rp);
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) ctx.kt.store_kv(ctx.kv.type, kv + t * (kvl + rope), ctx.kv_row(il, t), kvl + rope);
+    for (int64_t t = t0; t < t1; ++t)
+      ctx.kt.store_kv(ctx.kv.type, kv + t * (kvl + rope), ctx.kv_row(il, t), kvl + rope);
   });
   return q;
 }

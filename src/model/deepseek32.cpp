@@ -54,7 +54,9 @@ class Deepseek32Model : public Deepseek2Model {
   // [KV_LAYOUT] for deepseek32: [c | k_pe] in the cache type, padded to 16 bytes, then the
   // indexer key (D_I f32, or bf16 in a bf16 cache). Sizing, admission and prefix sharing count whole rows, so
   // they account for the indexer keys with nothing else to change.
-  size_t kv_row_bytes(GgmlType t) const override { return idx_key_offset(t) + ggml_row_size(idx_key_type(t), hp_.n_idx_dim); }
+  size_t kv_row_bytes(GgmlType t) const override {
+    return idx_key_offset(t) + ggml_row_size(idx_key_type(t), hp_.n_idx_dim);
+  }
 
   size_t scratch_bytes(int64_t T) const override {
     const size_t t = static_cast<size_t>(T), k = static_cast<size_t>(hp_.idx_top_k);
@@ -69,7 +71,8 @@ class Deepseek32Model : public Deepseek2Model {
   // A decode step reads every indexer key (scores) and at most top_k latent rows.
   double decode_kv_bytes(int64_t n_ctx, GgmlType t) const override {
     const double keys = static_cast<double>(n_ctx) * static_cast<double>(ggml_row_size(idx_key_type(t), hp_.n_idx_dim));
-    const double rows = static_cast<double>(std::min<int64_t>(n_ctx, hp_.idx_top_k)) * static_cast<double>(latent_row_bytes(t));
+    const double rows =
+        static_cast<double>(std::min<int64_t>(n_ctx, hp_.idx_top_k)) * static_cast<double>(latent_row_bytes(t));
     return static_cast<double>(hp_.n_layer) * (keys + rows);
   }
 
@@ -85,8 +88,7 @@ class Deepseek32Model : public Deepseek2Model {
   // The lightning indexer of block il: writes the batch's keys into the cache and selects.
   void index(int il, ForwardCtx& ctx, ActRows& a, const float* qr, int32_t* sel, int32_t* n_sel) const;
   // o [T][H][kv_lora]: each query attends to its selected latent rows only.
-  void sparse_mla(int il, ForwardCtx& ctx, const float* qcat, const int32_t* sel, const int32_t* n_sel,
-                  float* o) const;
+  void sparse_mla(int il, ForwardCtx& ctx, const float* qcat, const int32_t* sel, const int32_t* n_sel, float* o) const;
   // Traces "topk" [T][k] (selected positions, -1 past n_sel) and "topk_gap" [T]: the gap
   // between the k-th and k+1-th score over the score spread (1 for rows that select all).
   void trace_selection(int il, ForwardCtx& ctx, const IndexerArgs& ia, const int32_t* sel, const int32_t* n_sel) const;
@@ -168,8 +170,8 @@ void Deepseek32Model::trace_selection(int il, ForwardCtx& ctx, const IndexerArgs
   ctx.emit("topk_gap", il, gap.data(), T, 1);
 }
 
-void Deepseek32Model::sparse_mla(int il, ForwardCtx& ctx, const float* qcat, const int32_t* sel,
-                                 const int32_t* n_sel, float* o) const {
+void Deepseek32Model::sparse_mla(int il, ForwardCtx& ctx, const float* qcat, const int32_t* sel, const int32_t* n_sel,
+                                 float* o) const {
   const Batch& b = ctx.batch;
   const int64_t T = b.n_tok;
   const int H = hp_.n_head, k = hp_.idx_top_k, bs = ctx.kv.block_size;

@@ -67,14 +67,14 @@ class Deepseek4Model : public Model {
 };
 
 struct Deepseek4Model::Proj {
-  float* q = nullptr;   // [T][H][D] normed, roped
-  float* kv = nullptr;  // [T][D] normed, roped
-  float* cv = nullptr;  // [T][c*D] compressor v (ratio != 0)
-  float* cs = nullptr;  // [T][c*D] compressor gate logits (no APE yet)
-  float* iq = nullptr;  // [T][H_I][D_I] indexer queries, roped (ratio 4)
-  float* iw = nullptr;  // [T][H_I] indexer head weights / sqrt(D_I * H_I)
-  float* icv = nullptr; // [T][2*D_I]
-  float* ics = nullptr; // [T][2*D_I]
+  float* q = nullptr;    // [T][H][D] normed, roped
+  float* kv = nullptr;   // [T][D] normed, roped
+  float* cv = nullptr;   // [T][c*D] compressor v (ratio != 0)
+  float* cs = nullptr;   // [T][c*D] compressor gate logits (no APE yet)
+  float* iq = nullptr;   // [T][H_I][D_I] indexer queries, roped (ratio 4)
+  float* iw = nullptr;   // [T][H_I] indexer head weights / sqrt(D_I * H_I)
+  float* icv = nullptr;  // [T][2*D_I]
+  float* ics = nullptr;  // [T][2*D_I]
 };
 
 size_t Deepseek4Model::scratch_bytes(int64_t T) const {
@@ -90,7 +90,8 @@ size_t Deepseek4Model::scratch_bytes(int64_t T) const {
   const size_t proj = t * f * (2 * ql + 2 * H * D + D + 4 * D + HI * DI + HI + 4 * DI) + 4 * t * (E + ql + H * D) +
                       t * 8 * 64 + 16 * 64;
   const size_t sel = t * (K + 1) * sizeof(int32_t) + t * f * 2 + 8 * 64;
-  const size_t per_thread = nth * ((H * D + 4 * H + 4 * D + 2 * DI + (HI + 1) * kMaxRun) * f + K * sizeof(dsv4::ScoredRow) + 256);
+  const size_t per_thread =
+      nth * ((H * D + 4 * H + 4 * D + 2 * DI + (HI + 1) * kMaxRun) * f + K * sizeof(dsv4::ScoredRow) + 256);
   const size_t out = t * (H * D + GO) * f + 4 * t * (H * D + GO) + 8 * 64;
   const size_t attn = mix + proj + sel + per_thread + out + 4 * t * ForwardCtx::kAttnItemBytes;
   const size_t ffn = mix + t * E * f + dsv4::moe_scratch(hp_, T);
@@ -118,7 +119,8 @@ void Deepseek4Model::project(int il, ForwardCtx& ctx, const float* a, Proj* p) c
     p->icv = ar.alloc<float>(T * 2 * DI);
     p->ics = ar.alloc<float>(T * 2 * DI);
     p->iw = ar.alloc<float>(T * HI);
-    matmul_many(ctx, aa, {{&lw.idx_comp_kv, p->icv, 2 * DI}, {&lw.idx_comp_gate, p->ics, 2 * DI}, {&lw.idx_proj, p->iw, HI}});
+    matmul_many(ctx, aa,
+                {{&lw.idx_comp_kv, p->icv, 2 * DI}, {&lw.idx_comp_gate, p->ics, 2 * DI}, {&lw.idx_proj, p->iw, HI}});
     const float s = 1.0f / std::sqrt(static_cast<float>(DI * HI));
     for (int64_t i = 0; i < T * HI; ++i) p->iw[i] *= s;
   }
@@ -209,14 +211,16 @@ void Deepseek4Model::build_compressed(int il, ForwardCtx& ctx) const {
       fill(L.state, cD);
       dsv4::compress({.v = vp, .s = sp, .n_pos = n_pos, .ratio = r, .width = D}, out, out + Wmax);
       ctx.kt.rms_norm(out, lw.comp_norm.data, out, D, hp_.norm_eps);
-      ctx.kt.rope(RopeArgs{.x = out + D - R, .n_tok = 1, .n_head = 1, .tok_stride = D, .head_stride = D, .pos = &pos_b}, rp);
+      ctx.kt.rope(RopeArgs{.x = out + D - R, .n_tok = 1, .n_head = 1, .tok_stride = D, .head_stride = D, .pos = &pos_b},
+                  rp);
       ctx.kt.store_kv(ctx.kv.type, out, dst + L.comp, D);
       if (r == 4) {
         fill(L.idx_state, 2 * DI);
         dsv4::compress({.v = vp, .s = sp, .n_pos = 8, .ratio = 4, .width = DI}, out, out + Wmax);
         ctx.kt.rms_norm(out, lw.idx_comp_norm.data, out, DI, hp_.norm_eps);
-        ctx.kt.rope(RopeArgs{.x = out + DI - R, .n_tok = 1, .n_head = 1, .tok_stride = DI, .head_stride = DI, .pos = &pos_b},
-                    rp);
+        ctx.kt.rope(
+            RopeArgs{.x = out + DI - R, .n_tok = 1, .n_head = 1, .tok_stride = DI, .head_stride = DI, .pos = &pos_b},
+            rp);
         std::memcpy(dst + L.idx_comp, out, static_cast<size_t>(DI) * sizeof(float));
       }
     }
@@ -235,11 +239,13 @@ void Deepseek4Model::select_rows(int il, ForwardCtx& ctx, const Proj& p, int32_t
   float* dots = ctx.arena.alloc<float>(static_cast<int64_t>(nth) * (HI + 1) * max_run);
   ctx.pool.parallel_for(T, 1, [&](int64_t t0, int64_t t1, int ith) {
     float* d = dots + static_cast<int64_t>(ith) * (HI + 1) * max_run;
-    const dsv4::IndexerScratch scr{.heap = heaps + static_cast<int64_t>(ith) * k, .dots = d, .scores = d + HI * max_run};
+    const dsv4::IndexerScratch scr{
+        .heap = heaps + static_cast<int64_t>(ith) * k, .dots = d, .scores = d + HI * max_run};
     for (int64_t t = t0; t < t1; ++t) {
       const SeqSlice& sq = ctx.seq_of(t);
       const int64_t n_vis = (ctx.batch.pos[t] + 1) / 4;
-      const dsv4::IndexerQuery iq{.q = p.iq + t * HI * DI, .w = p.iw + t * HI, .n_head = static_cast<int>(HI), .dim = DI};
+      const dsv4::IndexerQuery iq{
+          .q = p.iq + t * HI * DI, .w = p.iw + t * HI, .n_head = static_cast<int>(HI), .dim = DI};
       // Row j's key is in the row of position 4j + 3; the rows of one KV block are
       // row_bytes apart, so j, j+1, ... up to the block's end form one run.
       auto run = [&](int64_t j, dsv4::KeyRun* r) {
@@ -325,8 +331,12 @@ void Deepseek4Model::attend(int il, ForwardCtx& ctx, const Proj& p, const int32_
   for (int64_t t = 0; t < ctx.batch.n_tok; ++t) neg[t] = -ctx.batch.pos[t];
   const RopeParams rp = dsv4::rope_params(hp_, r);
   ctx.parallel_for(ctx.batch.n_tok, [&](int64_t t0, int64_t t1) {
-    ctx.kt.rope(RopeArgs{.x = o + t0 * H * D + D - R, .n_tok = t1 - t0, .n_head = static_cast<int>(H), .tok_stride = H * D,
-                         .head_stride = D, .pos = neg + t0},
+    ctx.kt.rope(RopeArgs{.x = o + t0 * H * D + D - R,
+                         .n_tok = t1 - t0,
+                         .n_head = static_cast<int>(H),
+                         .tok_stride = H * D,
+                         .head_stride = D,
+                         .pos = neg + t0},
                 rp);
   });
 }
@@ -393,13 +403,14 @@ void Deepseek4Model::forward(ForwardCtx& ctx, float* logits) const {
   const int64_t E = hp_.n_embd, T = b.n_tok, W = hp_.n_hc * E;
   const Weights& w = *w_;
   const size_t m0 = ctx.arena.mark();
-  float* X = ctx.arena.alloc<float>(T * W);   // the hc streams
+  float* X = ctx.arena.alloc<float>(T * W);  // the hc streams
   float* X2 = ctx.arena.alloc<float>(T * W);
   ctx.parallel_for(T, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {  // every stream starts as the token embedding
       const uint8_t* row = w.tok_embd.data + static_cast<size_t>(b.tokens[t]) * w.tok_embd.row_stride;
       dequantize_row(w.tok_embd.type, row, X + t * W, E);
-      for (int s = 1; s < hp_.n_hc; ++s) std::memcpy(X + t * W + s * E, X + t * W, static_cast<size_t>(E) * sizeof(float));
+      for (int s = 1; s < hp_.n_hc; ++s)
+        std::memcpy(X + t * W + s * E, X + t * W, static_cast<size_t>(E) * sizeof(float));
     }
   });
   const size_t m1 = ctx.arena.mark();

@@ -32,7 +32,9 @@ struct RowLayout {
 };
 RowLayout row_layout(const HParams& hp, int il, GgmlType kv_type);
 // Compressor width multiplier c: 2 for the overlapping ratio-4 windows, 1 for ratio 128.
-inline int64_t comp_mult(int ratio) { return ratio == 4 ? 2 : 1; }
+inline int64_t comp_mult(int ratio) {
+  return ratio == 4 ? 2 : 1;
+}
 
 // RoPE of block il's ratio (SPEC 3.4): base rope without YaRN for ratio 0; the compress base
 // with the file's YaRN otherwise (also the indexer's). Interleaved, on the last n_rot dims.
@@ -65,11 +67,11 @@ void sinkhorn(float* c, int n, int iters, float eps);
 // s(p, i) give channel i (< c*width) of position p's state. out [width] before the norm.
 // Scratch: 2 * width floats.
 struct CompressorInputs {
-  const float* const* v;   // [n_pos] state rows (v part), null for the b = 0 padding
-  const float* const* s;   // [n_pos] (s part)
-  int n_pos;               // 8 for ratio 4 (previous block, then this one), 128 for ratio 128
+  const float* const* v;  // [n_pos] state rows (v part), null for the b = 0 padding
+  const float* const* s;  // [n_pos] (s part)
+  int n_pos;              // 8 for ratio 4 (previous block, then this one), 128 for ratio 128
   int ratio;
-  int64_t width;           // D or D_I
+  int64_t width;  // D or D_I
 };
 void compress(const CompressorInputs& in, float* out, float* scratch);
 

@@ -21,12 +21,18 @@ namespace ds::dsv4 {
 namespace {
 
 constexpr float kMinWeightSum = 6.103515625e-5f;  // SPEC 1.4: the weight sum is clamped
-constexpr float kClampMin = 1e-6f;                 // SPEC 3.7: limits at or below are "no clamp"
+constexpr float kClampMin = 1e-6f;                // SPEC 3.7: limits at or below are "no clamp"
 
-size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float) + 64; }
-size_t act_bytes(int64_t n_rows, int64_t n) { return static_cast<size_t>(n_rows) * (static_cast<size_t>(n) * 4 + 64) + 64; }
+size_t floats(int64_t n) {
+  return static_cast<size_t>(n) * sizeof(float) + 64;
+}
+size_t act_bytes(int64_t n_rows, int64_t n) {
+  return static_cast<size_t>(n_rows) * (static_cast<size_t>(n) * 4 + 64) + 64;
+}
 
-float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
+float softplus(float x) {
+  return x > 20.0f ? x : std::log(1.0f + std::exp(x));
+}
 
 // u = clamp(u, -L, L), g = min(g, L), then g = silu(g) * u; n values.
 void clamped_swiglu(const KernelTable& kt, float* g, float* u, int64_t n, float limit) {
@@ -40,8 +46,7 @@ void clamped_swiglu(const KernelTable& kt, float* g, float* u, int64_t n, float 
 }
 
 // Router, selection and weights for every token: ids/wts [T][K] in slot order.
-void route(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, ActRows& ax, int32_t* ids,
-           float* wts) {
+void route(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, ActRows& ax, int32_t* ids, float* wts) {
   ProfScope ps(ctx.prof, Stage::kRouter);
   const int64_t T = ax.n_rows();
   const int X = hp.n_expert, K = hp.n_expert_used;
@@ -55,7 +60,8 @@ void route(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, A
       for (int e = 0; e < X; ++e) p[e] = std::sqrt(softplus(p[e]));
       int32_t* id = ids + t * K;
       if (hash) {
-        std::memcpy(id, lw.tid2eid + static_cast<int64_t>(ctx.batch.tokens[t]) * K, static_cast<size_t>(K) * sizeof(int32_t));
+        std::memcpy(id, lw.tid2eid + static_cast<int64_t>(ctx.batch.tokens[t]) * K,
+                    static_cast<size_t>(K) * sizeof(int32_t));
       } else {
         int32_t* o = order + t * X;
         float* sel = logits + t * X;  // choice scores p + bias, kept apart from p
@@ -89,12 +95,12 @@ size_t moe_scratch(const HParams& hp, int64_t T) {
   const int64_t E = hp.n_embd, X = hp.n_expert, K = hp.n_expert_used, Fe = hp.n_ff_exp, TK = T * K;
   const int64_t Fs = Fe * hp.n_expert_shared;
   size_t s = 0;
-  s += 2 * act_bytes(T, E);                                   // quantized input (two types at most)
-  s += floats(T * X) + floats(T * X) + 2 * floats(TK);        // logits, order, ids, weights
-  s += 3 * floats(TK) + floats(X + 1);                        // sort arrays
-  s += 2 * act_bytes(TK, E);                                  // gathered rows
+  s += 2 * act_bytes(T, E);                             // quantized input (two types at most)
+  s += floats(T * X) + floats(T * X) + 2 * floats(TK);  // logits, order, ids, weights
+  s += 3 * floats(TK) + floats(X + 1);                  // sort arrays
+  s += 2 * act_bytes(TK, E);                            // gathered rows
   s += 2 * floats(TK * Fe) + act_bytes(TK, Fe) + floats(TK * E);
-  s += 2 * floats(T * Fs) + act_bytes(T, Fs) + floats(T * E);  // shared expert
+  s += 2 * floats(T * Fs) + act_bytes(T, Fs) + floats(T * E);                           // shared expert
   s += static_cast<size_t>(4 * X + 8) * (sizeof(MatJob) + 64) + 3 * floats(4 * X + 9);  // jobs, matmul_jobs' own
   return s + 64 * 64;
 }
@@ -130,7 +136,8 @@ void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il,
     uint8_t* dst = ar.alloc_bytes(*stride * static_cast<size_t>(TK));
     const size_t rb = *stride;
     ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) std::memcpy(dst + static_cast<size_t>(i) * rb, src + static_cast<size_t>(order[i] / K) * rb, rb);
+      for (int64_t i = i0; i < i1; ++i)
+        std::memcpy(dst + static_cast<size_t>(i) * rb, src + static_cast<size_t>(order[i] / K) * rb, rb);
     });
     return dst;
   };

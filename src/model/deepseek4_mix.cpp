@@ -14,8 +14,12 @@
 namespace ds::dsv4 {
 
 namespace {
-size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+size_t align16(size_t n) {
+  return (n + 15) & ~size_t{15};
+}
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
 }  // namespace
 
 RowLayout row_layout(const HParams& hp, int il, GgmlType t) {

@@ -15,9 +15,13 @@ namespace ds {
 
 namespace {
 constexpr size_t kAlign = 64;
-size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float) + kAlign; }
+size_t floats(int64_t n) {
+  return static_cast<size_t>(n) * sizeof(float) + kAlign;
+}
 // Upper bound of a quantized activation block: every vec_dot_type is <= 4 bytes/element.
-size_t act_bytes(int64_t n_rows, int64_t n) { return static_cast<size_t>(n_rows) * (static_cast<size_t>(n) * 4 + 64) + kAlign; }
+size_t act_bytes(int64_t n_rows, int64_t n) {
+  return static_cast<size_t>(n_rows) * (static_cast<size_t>(n) * 4 + 64) + kAlign;
+}
 }  // namespace
 
 size_t dense_ffn_scratch(int64_t n_tok, int64_t n_embd, int64_t n_ff) {
@@ -50,12 +54,12 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
   const int64_t E = hp.n_embd, X = hp.n_expert, K = hp.n_expert_used, Fe = hp.n_ff_exp;
   const int64_t TK = T * K;
   size_t s = 0;
-  s += act_bytes(T, E) * 2;                       // quantized input (up to two types)
-  s += floats(T * X);                             // router logits
+  s += act_bytes(T, E) * 2;                              // quantized input (up to two types)
+  s += floats(T * X);                                    // router logits
   s += 2 * floats(TK) + 3 * floats(TK) + floats(X + 1);  // ids, weights, order, row_of, counts
-  s += act_bytes(TK, E) * 2;                      // gathered rows for gate and up
-  s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);   // gate/up outputs, quantized for down
-  s += floats(TK * E);                            // expert outputs
+  s += act_bytes(TK, E) * 2;                             // gathered rows for gate and up
+  s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);          // gate/up outputs, quantized for down
+  s += floats(TK * E);                                   // expert outputs
   s += static_cast<size_t>(2 * X + 2) * sizeof(MatJob) + 3 * floats(2 * X + 3) + kAlign;  // jobs, item offsets, order
   if (hp.n_expert_shared > 0) s += floats(T * E) + dense_ffn_scratch(T, E, Fe * hp.n_expert_shared);
   return s;
@@ -64,11 +68,11 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
 namespace {
 
 struct Routing {
-  const int32_t* ids;   // [T][K]
-  const float* wts;     // [T][K]
-  int64_t* start;       // [X + 1]: expert e's rows are [start[e], start[e+1]) of the sorted order
-  int64_t* order;       // [T*K]: sorted row -> t*K + slot
-  int64_t* row_of;      // [T*K]: t*K + slot -> sorted row
+  const int32_t* ids;  // [T][K]
+  const float* wts;    // [T][K]
+  int64_t* start;      // [X + 1]: expert e's rows are [start[e], start[e+1]) of the sorted order
+  int64_t* order;      // [T*K]: sorted row -> t*K + slot
+  int64_t* row_of;     // [T*K]: t*K + slot -> sorted row
 };
 
 // Stable counting sort of the (token, slot) pairs by expert id.
@@ -90,7 +94,8 @@ void sort_by_expert(int64_t TK, int X, Routing& r) {
 void gather_rows(ForwardCtx& ctx, const uint8_t* src, size_t rb, int64_t K, const Routing& r, int64_t TK,
                  uint8_t* dst) {
   ctx.parallel_for(TK, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) std::memcpy(dst + static_cast<size_t>(i) * rb, src + static_cast<size_t>(r.order[i] / K) * rb, rb);
+    for (int64_t i = i0; i < i1; ++i)
+      std::memcpy(dst + static_cast<size_t>(i) * rb, src + static_cast<size_t>(r.order[i] / K) * rb, rb);
   });
 }
 
@@ -143,7 +148,9 @@ int expert_jobs(const ExpertMats& w, const Routing& r, int X, const uint8_t* act
   int n = 0;
   for (int e = 0; e < X; ++e) {
     const int64_t s = r.start[e], m = r.start[e + 1] - s;
-    if (m > 0) jobs[n++] = MatJob{w.at(e), act + static_cast<size_t>(s) * act_stride, act_stride, m, out + s * out_stride, out_stride};
+    if (m > 0)
+      jobs[n++] =
+          MatJob{w.at(e), act + static_cast<size_t>(s) * act_stride, act_stride, m, out + s * out_stride, out_stride};
   }
   return n;
 }
@@ -198,11 +205,10 @@ float* experts_gate_up(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r
   return G;
 }
 
-
 // down(G) for every sorted row: [TK][E]; with shared experts also *S = down_shexp(sh.g)
 // [T][E], in the same parallel pass.
-float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int64_t T, int64_t TK,
-                    float* G, const SharedRows& sh, MatJob* jobs, float** S) {
+float* experts_down(ForwardCtx& ctx, const LayerWeights& lw, const Routing& r, int X, int64_t T, int64_t TK, float* G,
+                    const SharedRows& sh, MatJob* jobs, float** S) {
   Arena& ar = ctx.arena;
   const int64_t Fe = lw.down_exps.first.n_in, E = lw.down_exps.first.n_out;
   size_t gq_stride = 0;

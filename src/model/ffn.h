@@ -23,8 +23,7 @@ size_t dense_ffn_scratch(int64_t n_tok, int64_t n_embd, int64_t n_ff);
 
 // Float rows x [n_rows][n] (stride n) as a matmul with w reads them: x itself when
 // vec_dot_type(w) is F32, else the rows quantized into the arena; *stride receives the row bytes.
-const uint8_t* act_for_matmul(ForwardCtx& ctx, const Mat& w, const float* x, int64_t n_rows, int64_t n,
-                              size_t* stride);
+const uint8_t* act_for_matmul(ForwardCtx& ctx, const Mat& w, const float* x, int64_t n_rows, int64_t n, size_t* stride);
 
 // MoE block il (SPEC.md deepseek2 step 5) on normalized rows xn [n_tok][n_embd].
 void moe_ffn(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il, const float* xn, float* out);

@@ -20,8 +20,8 @@ Result<std::unique_ptr<Arena>> Arena::create(size_t bytes, NumaMode mode) {
 }
 
 void Arena::overflow(size_t bytes) const {
-  std::fprintf(stderr, "ds: scratch arena overflow: %zu + %zu > %zu bytes (Model::scratch_bytes is too small)\n",
-               used_, bytes, cap_);
+  std::fprintf(stderr, "ds: scratch arena overflow: %zu + %zu > %zu bytes (Model::scratch_bytes is too small)\n", used_,
+               bytes, cap_);
   std::abort();
 }
 
@@ -112,7 +112,8 @@ void ForwardCtx::matmul_pass(const MatJob* jobs, int n_jobs) {
   // weights in decode: a decode GEMV block streams only ~14 KB, about as long as a
   // contended cache-line round trip, so one grab per block left cores waiting on the counter.
   const int64_t max_cost = n_jobs > 0 ? item_cost(order[0]) : 1;
-  const int64_t min_grab = std::max<int64_t>(1, (1 + kUnpackTok) * (int64_t{256} << 10) / std::max<int64_t>(max_cost, 1));
+  const int64_t min_grab =
+      std::max<int64_t>(1, (1 + kUnpackTok) * (int64_t{256} << 10) / std::max<int64_t>(max_cost, 1));
   pool.parallel_for_guided(n_items, min_grab, [&](int64_t i0, int64_t i1, int) {
     int k = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, i0) - first) - 1;
     for (int64_t i = i0; i < i1;) {
@@ -151,11 +152,12 @@ void ForwardCtx::matmul_pass(const MatJob* jobs, int n_jobs) {
   });
 }
 
-void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n,
-                               uint8_t* dst, size_t dst_stride) {
+void ForwardCtx::quantize_rows(GgmlType type, const float* x, int64_t x_stride, int64_t n_rows, int64_t n, uint8_t* dst,
+                               size_t dst_stride) {
   ProfScope ps(prof, Stage::kQuantizeAct);
   parallel_for(n_rows, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) kt.quantize_act(type, x + t * x_stride, dst + static_cast<size_t>(t) * dst_stride, n);
+    for (int64_t t = t0; t < t1; ++t)
+      kt.quantize_act(type, x + t * x_stride, dst + static_cast<size_t>(t) * dst_stride, n);
   });
 }
 

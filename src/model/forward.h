@@ -38,18 +38,18 @@ struct SeqSlice {
 
 struct Batch {
   int64_t n_tok = 0;
-  const int32_t* tokens = nullptr;   // [n_tok]
-  const int32_t* pos = nullptr;      // [n_tok] position of each row in its sequence
-  const SeqSlice* seqs = nullptr;    // [n_seqs], rows of a sequence are contiguous
+  const int32_t* tokens = nullptr;  // [n_tok]
+  const int32_t* pos = nullptr;     // [n_tok] position of each row in its sequence
+  const SeqSlice* seqs = nullptr;   // [n_seqs], rows of a sequence are contiguous
   int n_seqs = 0;
-  const int64_t* out_rows = nullptr; // [n_out] batch rows whose logits are wanted
+  const int64_t* out_rows = nullptr;  // [n_out] batch rows whose logits are wanted
   int64_t n_out = 0;
 };
 
 struct KvLayout {
   GgmlType type = GgmlType::F32;
   int block_size = 16;
-  size_t row_bytes = 0;    // one token, one layer
+  size_t row_bytes = 0;  // one token, one layer
   // Byte offset of (layer il, row r of a block) from the block base [KV_LAYOUT].
   size_t offset(int il, int r) const {
     return (static_cast<size_t>(il) * static_cast<size_t>(block_size) + static_cast<size_t>(r)) * row_bytes;
@@ -95,7 +95,18 @@ class Arena {
 // the stages of kProfileStages in include/ds/engine.h. A ProfScope charges the time since
 // the last switch to the enclosing stage and runs its own until it ends, so nested scopes
 // never count twice. Costs two clock reads per scope, and nothing when profiling is off.
-enum class Stage { kNormsRope, kAttention, kRouter, kFfnDense, kFfnExperts, kOutputHead, kQuantizeAct, kSync, kOther, kCount };
+enum class Stage {
+  kNormsRope,
+  kAttention,
+  kRouter,
+  kFfnDense,
+  kFfnExperts,
+  kOutputHead,
+  kQuantizeAct,
+  kSync,
+  kOther,
+  kCount
+};
 
 // kSync: the time thread 0 waited at the end of parallel regions for the other threads
 // (ThreadPool::set_wait_counter counts it into wait_ns), moved out of the stage it fell in.
@@ -103,8 +114,8 @@ struct Profile {
   double seconds[static_cast<int>(Stage::kCount)] = {};
   Stage current = Stage::kOther;
   std::chrono::steady_clock::time_point since;
-  int64_t wait_ns = 0;       // the pool's running count of the caller's waits
-  int64_t wait_seen = 0;     // wait_ns at the last switch
+  int64_t wait_ns = 0;    // the pool's running count of the caller's waits
+  int64_t wait_seen = 0;  // wait_ns at the last switch
   void switch_to(Stage s) {
     const auto now = std::chrono::steady_clock::now();
     const double waited = static_cast<double>(wait_ns - wait_seen) * 1e-9;
@@ -138,11 +149,11 @@ class ProfScope {
 // One matrix product of a batch of independent ones (MoE experts, per-head k_b/v_b).
 struct MatJob {
   Mat w;
-  const void* act = nullptr;   // rows in vec_dot_type(w.type)
-  size_t act_stride = 0;       // bytes
+  const void* act = nullptr;  // rows in vec_dot_type(w.type)
+  size_t act_stride = 0;      // bytes
   int64_t n_tok = 0;
   float* out = nullptr;
-  int64_t out_stride = 0;      // elements
+  int64_t out_stride = 0;  // elements
   // Optional gated partner (the up matrix of a SwiGLU FFN, same n_in and n_out as w):
   // up over up_act into up_out (same strides as out), and then, by the thread that
   // computed both row blocks, out = silu(out) * up_out on those rows.
@@ -249,7 +260,10 @@ struct ForwardCtx {
     int lo = 0, hi = batch.n_seqs - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
-      if (batch.seqs[mid].t0 <= t) lo = mid; else hi = mid - 1;
+      if (batch.seqs[mid].t0 <= t)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     return batch.seqs[lo];
   }

@@ -192,7 +192,8 @@ Status load_deepseek2(const GgufFile& f, const KeyReader& r, HParams* hp) {
     DS_RETURN_IF_ERROR(read_to(r, "attention.value_length_mla", &hp->n_v, true, 0, 1));
   } else {
     if (!r.has("attention.key_length")) return Status::error("missing required key " + r.key("attention.key_length"));
-    if (!r.has("attention.value_length")) return Status::error("missing required key " + r.key("attention.value_length"));
+    if (!r.has("attention.value_length"))
+      return Status::error("missing required key " + r.key("attention.value_length"));
     hp->n_v = hp->n_embd_head_v;
   }
   if (k_head <= hp->n_rot) {
@@ -362,8 +363,8 @@ Status load_deepseek4(const GgufFile& f, const KeyReader& r, HParams* hp) {
   for (int il = 0; il < n_block; ++il) {
     const double c = v[static_cast<size_t>(il)];
     if (c != 0 && c != 4 && c != 128) {
-      return Status::error(r.key("attention.compress_ratios") + "[" + std::to_string(il) + "] = " +
-                           std::to_string(c) + " is not 0, 4 or 128 in " + f.path());
+      return Status::error(r.key("attention.compress_ratios") + "[" + std::to_string(il) + "] = " + std::to_string(c) +
+                           " is not 0, 4 or 128 in " + f.path());
     }
     if (il >= hp->n_layer && c != 0) {
       return Status::error(r.key("attention.compress_ratios") + ": MTP block " + std::to_string(il) + " must be 0");

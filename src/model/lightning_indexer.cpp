@@ -49,7 +49,10 @@ struct Item {
 
 // The keys as the kernel table's indexer_scores reads them.
 KvView key_view(const IndexerKeyLayout& L, const uint8_t* const* blocks) {
-  return {.type = L.type, .blocks = blocks, .block_size = L.keys_per_block, .row_stride = L.key_stride,
+  return {.type = L.type,
+          .blocks = blocks,
+          .block_size = L.keys_per_block,
+          .row_stride = L.key_stride,
           .elem_offset = L.offset};
 }
 
@@ -68,8 +71,8 @@ size_t LightningIndexer::scratch_bytes(int64_t n_tok, int n_head, int64_t dim, i
   const size_t rows = static_cast<size_t>(std::max(n_tok, kMaxSplitRows));
   // Every buffer has at most max(n_tok, kMaxSplitRows) rows (n_tok * P is bounded so), and
   // there are at most as many work items as buffer rows. F32 keys pack the largest queries.
-  return rows * (2 * static_cast<size_t>(top_k) * sizeof(Cand) + sizeof(CandBuf)) +  // candidates
-         rows * (kChunk * sizeof(float) + sizeof(Item)) + 8 * 64 +                  // scores, items
+  return rows * (2 * static_cast<size_t>(top_k) * sizeof(Cand) + sizeof(CandBuf)) +          // candidates
+         rows * (kChunk * sizeof(float) + sizeof(Item)) + 8 * 64 +                           // scores, items
          static_cast<size_t>(n_tok) * indexer_query_bytes(GgmlType::F32, n_head, dim) + 64;  // packed queries
 }
 
@@ -97,7 +100,8 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
   if (n_blocks == 0) return;
 
   const int64_t nth = ctx.pool.n_threads();
-  const int64_t P = std::clamp<int64_t>((nth + n_blocks - 1) / n_blocks, 1, std::max<int64_t>(1, kMaxSplitRows / b.n_tok));
+  const int64_t P =
+      std::clamp<int64_t>((nth + n_blocks - 1) / n_blocks, 1, std::max<int64_t>(1, kMaxSplitRows / b.n_tok));
   Item* items = ar.alloc<Item>(n_blocks * P);
   int64_t n_items = 0;  // n_items <= n_tok * P <= max(n_tok, kMaxSplitRows)
   for (int s = 0; s < b.n_seqs; ++s) {
@@ -124,7 +128,8 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
   uint8_t* qpack = ar.alloc_bytes(q_bytes * static_cast<size_t>(b.n_tok));
   ctx.parallel_for(b.n_tok, [&](int64_t r0, int64_t r1) {
     for (int64_t t = r0; t < r1; ++t)
-      if (a.n_keys[t] > k) indexer_pack_query(a.keys.type, a.q + t * H * a.dim, a.w + t * H, H, a.dim, qpack + t * q_bytes);
+      if (a.n_keys[t] > k)
+        indexer_pack_query(a.keys.type, a.q + t * H * a.dim, a.w + t * H, H, a.dim, qpack + t * q_bytes);
   });
   float* chunk_scores = ar.alloc<float>(n_items * kChunk);
 
@@ -141,8 +146,13 @@ void LightningIndexer::select(ForwardCtx& ctx, const IndexerArgs& a, int32_t* se
           const int32_t nk = a.n_keys[t0 + i];
           const int64_t c1 = std::min<int64_t>({c0 + kChunk, it.k1, nk});
           if (nk <= k || c1 <= c0) continue;
-          ctx.kt.indexer_scores(
-              {.q = qpack + (t0 + i) * q_bytes, .n_head = H, .dim = a.dim, .keys = keys, .k0 = c0, .k1 = c1, .out = sc});
+          ctx.kt.indexer_scores({.q = qpack + (t0 + i) * q_bytes,
+                                 .n_head = H,
+                                 .dim = a.dim,
+                                 .keys = keys,
+                                 .k0 = c0,
+                                 .k1 = c1,
+                                 .out = sc});
           CandBuf& buf = bufs[(t0 + i) * P + it.part];
           for (int64_t j = c0; j < c1; ++j) push(buf, k, sc[j - c0], static_cast<int32_t>(j));
         }
@@ -173,8 +183,13 @@ void LightningIndexer::scores(ForwardCtx& ctx, const IndexerArgs& a, int64_t t, 
   const int H = a.n_head;
   std::vector<uint8_t> q(indexer_query_bytes(a.keys.type, H, a.dim));
   indexer_pack_query(a.keys.type, a.q + t * H * a.dim, a.w + t * H, H, a.dim, q.data());
-  ctx.kt.indexer_scores({.q = q.data(), .n_head = H, .dim = a.dim, .keys = key_view(a.keys, sq.kv_blocks), .k0 = 0,
-                         .k1 = a.n_keys[t], .out = scores});
+  ctx.kt.indexer_scores({.q = q.data(),
+                         .n_head = H,
+                         .dim = a.dim,
+                         .keys = key_view(a.keys, sq.kv_blocks),
+                         .k0 = 0,
+                         .k1 = a.n_keys[t],
+                         .out = scores});
 }
 
 }  // namespace ds

@@ -5,8 +5,8 @@
 // order are unspecified, as in the reference).
 //
 // The keys live in the paged KV cache, one f32 vector of `dim` floats per key, shared by all
-// heads (MQA; f32, or bf16 where the architecture stores them so). Where a key sits is described per architecture by IndexerKeyLayout, so the
-// same selection serves V3.2 (one key per token, next to its MLA latent) and V4's
+// heads (MQA; f32, or bf16 where the architecture stores them so). Where a key sits is described per architecture by
+// IndexerKeyLayout, so the same selection serves V3.2 (one key per token, next to its MLA latent) and V4's
 // compressed-sparse layers (one key per 4 tokens). Scores are computed in f32 (as the
 // reference does; queries rounded to the keys' type first) by the kernel table's
 // indexer_scores, which reads each key in place from the cache blocks once for all heads
@@ -31,17 +31,17 @@ namespace ds {
 struct IndexerKeyLayout {
   GgmlType type = GgmlType::F32;
   int keys_per_block = 0;
-  size_t key_stride = 0;   // bytes between consecutive keys of a block
-  size_t offset = 0;       // bytes from a block's base to its first key
+  size_t key_stride = 0;  // bytes between consecutive keys of a block
+  size_t offset = 0;      // bytes from a block's base to its first key
 };
 
 struct IndexerArgs {
-  int n_head = 0;           // H_I
-  int64_t dim = 0;          // D_I
+  int n_head = 0;   // H_I
+  int64_t dim = 0;  // D_I
   int top_k = 0;
-  const float* q = nullptr;        // [n_tok][n_head][dim], batch rows (f32)
-  const float* w = nullptr;        // [n_tok][n_head], per-head weights (the 1/sqrt(D_I H_I) folded in)
-  const int32_t* n_keys = nullptr; // [n_tok]: batch row t sees keys [0, n_keys[t]) of its sequence
+  const float* q = nullptr;         // [n_tok][n_head][dim], batch rows (f32)
+  const float* w = nullptr;         // [n_tok][n_head], per-head weights (the 1/sqrt(D_I H_I) folded in)
+  const int32_t* n_keys = nullptr;  // [n_tok]: batch row t sees keys [0, n_keys[t]) of its sequence
   IndexerKeyLayout keys;
 };
 

@@ -25,7 +25,9 @@ void add_bias(ForwardCtx& ctx, float* y, int64_t n_rows, int64_t n, const Vec& b
 
 }  // namespace
 
-size_t LlamaModel::k_row_bytes(GgmlType t) const { return ggml_row_size(t, hp_.n_head_kv * hp_.n_embd_head_k); }
+size_t LlamaModel::k_row_bytes(GgmlType t) const {
+  return ggml_row_size(t, hp_.n_head_kv * hp_.n_embd_head_k);
+}
 
 size_t LlamaModel::kv_row_bytes(GgmlType t) const {
   return k_row_bytes(t) + ggml_row_size(t, hp_.n_head_kv * hp_.n_embd_head_v);
@@ -37,7 +39,8 @@ size_t LlamaModel::scratch_bytes(int64_t T) const {
   const size_t KV = static_cast<size_t>(hp_.n_head_kv);
   const size_t hk = static_cast<size_t>(hp_.n_embd_head_k), hv = static_cast<size_t>(hp_.n_embd_head_v);
   // attention: xn + two quantized forms, q, k, v, o and its quantized form.
-  const size_t attn = t * 4 * (E + 2 * E + H * hk + KV * (hk + hv) + 2 * H * hv) + 16 * 64 + t * 256 + t * ForwardCtx::kAttnItemBytes;
+  const size_t attn =
+      t * 4 * (E + 2 * E + H * hk + KV * (hk + hv) + 2 * H * hv) + 16 * 64 + t * 256 + t * ForwardCtx::kAttnItemBytes;
   const size_t ffn = t * 4 * 3 * E + dense_ffn_scratch(T, hp_.n_embd, hp_.n_ff) + 16 * 64 + t * 128;
   return base_scratch_bytes(T) + std::max(attn, ffn);
 }

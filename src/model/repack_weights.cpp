@@ -56,10 +56,12 @@ Result<size_t> repack_weights(Weights& w, int n_expert, ThreadPool& pool, NumaMo
   for (const PackJob& j : jobs) {
     Mat& m = *j.first;
     const int64_t n_panels = m.n_out / kPanelRows;
-    const size_t span = j.count > 1 ? j.stride * static_cast<size_t>(j.count - 1) + static_cast<size_t>(m.n_out) * m.row_stride
-                                    : static_cast<size_t>(m.n_out) * m.row_stride;
+    const size_t span = j.count > 1
+                            ? j.stride * static_cast<size_t>(j.count - 1) + static_cast<size_t>(m.n_out) * m.row_stride
+                            : static_cast<size_t>(m.n_out) * m.row_stride;
     auto buf = NumaBuffer::allocate(span + 64, mode);
-    if (!buf) return Status::error("cannot allocate " + std::to_string(span) + " bytes for repacked weights: " + buf.message());
+    if (!buf)
+      return Status::error("cannot allocate " + std::to_string(span) + " bytes for repacked weights: " + buf.message());
     uint8_t* dst = buf->data() + (64 - reinterpret_cast<uintptr_t>(buf->data()) % 64) % 64;
     const int64_t n_items = n_panels * j.count;
     pool.parallel_for(n_items, 64, [&](int64_t i0, int64_t i1, int) {

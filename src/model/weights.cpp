@@ -123,7 +123,9 @@ class Loader {
   Weights* w_;
 };
 
-std::string blk(int il, const char* name) { return "blk." + std::to_string(il) + "." + name; }
+std::string blk(int il, const char* name) {
+  return "blk." + std::to_string(il) + "." + name;
+}
 
 // A fused attn_qkv [E, q + k + v rows] (and its bias) as three row views, the same matrices
 // a file with separate attn_q/attn_k/attn_v holds.
@@ -149,8 +151,8 @@ Status load_dense_attention(Loader& L, const HParams& hp, int il, LayerWeights* 
   const int64_t E = hp.n_embd, hk = hp.n_embd_head_k, hv = hp.n_embd_head_v;
   DS_RETURN_IF_ERROR(L.mat(blk(il, "attn_output.weight"), hp.n_head * hv, E, true, &lw->wo));
   const GgufTensorInfo* qkv = nullptr;
-  DS_RETURN_IF_ERROR(L.find(blk(il, "attn_qkv.weight"), {E, (hp.n_head + hp.n_head_kv) * hk + hp.n_head_kv * hv},
-                            false, &qkv));
+  DS_RETURN_IF_ERROR(
+      L.find(blk(il, "attn_qkv.weight"), {E, (hp.n_head + hp.n_head_kv) * hk + hp.n_head_kv * hv}, false, &qkv));
   if (qkv) {
     DS_RETURN_IF_ERROR(load_fused_qkv(L, *qkv, hp, il, lw));
   } else {

@@ -59,61 +59,61 @@ struct LayerWeights {
 
   // llama / qwen2 / qwen3 / deepseek attention.
   Mat wq, wk, wv, wo;
-  Vec bq, bk, bv;  // qwen2 only
+  Vec bq, bk, bv;      // qwen2 only
   Vec q_norm, k_norm;  // qwen3: per-head RMSNorm weights [head_dim], shared by all heads
 
   // deepseek2 MLA attention.
-  Mat wq_a;            // [E -> q_lora] (q compression) or empty
+  Mat wq_a;  // [E -> q_lora] (q compression) or empty
   Vec q_a_norm;
-  Mat wq_b;            // [q_lora -> H*(nope+rope)]; attn_q when no q compression
-  Mat wkv_a;           // [E -> kv_lora + rope]
+  Mat wq_b;   // [q_lora -> H*(nope+rope)]; attn_q when no q compression
+  Mat wkv_a;  // [E -> kv_lora + rope]
   Vec kv_a_norm;
   std::vector<Mat> k_b;  // per head: [nope -> kv_lora] (q_abs = k_b^T q_nope)
   std::vector<Mat> v_b;  // per head: [kv_lora -> v]
 
   // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.2); wq_a, q_a_norm, wq_b and
   // kv_a_norm above are shared with MLA.
-  Mat wkv;             // attn_kv [E -> D], the single K=V head
-  Vec attn_sinks;      // [H]
-  Mat wo_a;            // attn_output_a [H*D/G -> O*G]: group g = rows [g*O, (g+1)*O)
-  Mat wo_b;            // attn_output_b [G*O -> E]
-  Mat hc_attn_fn, hc_ffn_fn;        // [hc*E -> (2+hc)*hc]
-  Vec hc_attn_base, hc_ffn_base;    // [(2+hc)*hc]
-  Vec hc_attn_scale, hc_ffn_scale;  // [3]: pre, post, comb
-  Mat comp_kv, comp_gate;  // attn_compressor_{kv,gate} [E -> c*D] (ratio != 0)
-  Vec comp_ape;            // [ratio][c*D], f32
-  Vec comp_norm;           // [D]
-  Mat idx_q_b;             // indexer.attn_q_b [q_lora -> H_I*D_I] (ratio 4)
-  Mat idx_proj;            // indexer.proj [E -> H_I]
-  Mat idx_comp_kv, idx_comp_gate;  // [E -> 2*D_I]
-  Vec idx_comp_ape;                // [4][2*D_I], f32
-  Vec idx_comp_norm;               // [D_I]
+  Mat wkv;                           // attn_kv [E -> D], the single K=V head
+  Vec attn_sinks;                    // [H]
+  Mat wo_a;                          // attn_output_a [H*D/G -> O*G]: group g = rows [g*O, (g+1)*O)
+  Mat wo_b;                          // attn_output_b [G*O -> E]
+  Mat hc_attn_fn, hc_ffn_fn;         // [hc*E -> (2+hc)*hc]
+  Vec hc_attn_base, hc_ffn_base;     // [(2+hc)*hc]
+  Vec hc_attn_scale, hc_ffn_scale;   // [3]: pre, post, comb
+  Mat comp_kv, comp_gate;            // attn_compressor_{kv,gate} [E -> c*D] (ratio != 0)
+  Vec comp_ape;                      // [ratio][c*D], f32
+  Vec comp_norm;                     // [D]
+  Mat idx_q_b;                       // indexer.attn_q_b [q_lora -> H_I*D_I] (ratio 4)
+  Mat idx_proj;                      // indexer.proj [E -> H_I]
+  Mat idx_comp_kv, idx_comp_gate;    // [E -> 2*D_I]
+  Vec idx_comp_ape;                  // [4][2*D_I], f32
+  Vec idx_comp_norm;                 // [D_I]
   const int32_t* tid2eid = nullptr;  // ffn_gate_tid2eid [n_vocab][K_used] (hash blocks)
 
   // deepseek32 lightning indexer (SPEC-deepseek32-deepseek4.md 2.2).
-  Mat idx_wq_b;        // indexer.attn_q_b [q_lora -> H_I * D_I]
-  Mat idx_wk;          // indexer.attn_k [E -> D_I]
-  Vec idx_k_norm;      // indexer.k_norm weight and bias [D_I] (LayerNorm)
+  Mat idx_wq_b;    // indexer.attn_q_b [q_lora -> H_I * D_I]
+  Mat idx_wk;      // indexer.attn_k [E -> D_I]
+  Vec idx_k_norm;  // indexer.k_norm weight and bias [D_I] (LayerNorm)
   Vec idx_k_norm_b;
 
   // Dense FFN (llama, qwen2, qwen3, the leading blocks of deepseek, deepseek2 and deepseek32).
   Mat ffn_gate, ffn_up, ffn_down;
 
   // MoE FFN.
-  Mat router;          // ffn_gate_inp [E -> n_expert]
-  Vec exp_probs_b;     // selection bias, optional
+  Mat router;       // ffn_gate_inp [E -> n_expert]
+  Vec exp_probs_b;  // selection bias, optional
   ExpertMats gate_exps, up_exps, down_exps;
   Mat gate_shexp, up_shexp, down_shexp;  // optional (n_expert_shared = 0)
 };
 
 struct Weights {
-  Mat tok_embd;        // [E] rows, one per token
+  Mat tok_embd;  // [E] rows, one per token
   Vec output_norm;
-  Mat output;          // token_embd when tied
-  Vec rope_freqs;      // optional, [n_rot/2]
-  Mat output_hc_fn;    // deepseek4 hyper-connection head [hc*E -> hc]
-  Vec output_hc_base;  // [hc]
-  Vec output_hc_scale; // [1]
+  Mat output;           // token_embd when tied
+  Vec rope_freqs;       // optional, [n_rot/2]
+  Mat output_hc_fn;     // deepseek4 hyper-connection head [hc*E -> hc]
+  Vec output_hc_base;   // [hc]
+  Vec output_hc_scale;  // [1]
   std::vector<LayerWeights> layers;
 
   // Storage of converted tensors; inner buffers never move.

@@ -63,16 +63,22 @@ Result<std::unique_ptr<BlockPool>> BlockPool::create(const BlockPoolOptions& opt
 
 BlockPool::~BlockPool() = default;
 
-int BlockPool::n_blocks() const { return impl_->opts.n_blocks; }
+int BlockPool::n_blocks() const {
+  return impl_->opts.n_blocks;
+}
 
 int BlockPool::n_free() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return static_cast<int>(impl_->free_list.size());
 }
 
-int BlockPool::block_size() const { return impl_->opts.block_size; }
+int BlockPool::block_size() const {
+  return impl_->opts.block_size;
+}
 
-size_t BlockPool::block_bytes() const { return impl_->block_bytes; }
+size_t BlockPool::block_bytes() const {
+  return impl_->block_bytes;
+}
 
 uint8_t* BlockPool::block_data(int32_t id) {
   assert(impl_->valid(id));
@@ -85,9 +91,8 @@ Status BlockPool::alloc(int n, std::vector<int32_t>* out) {
   if (n < 0) return Status::error("KV block pool: cannot allocate " + std::to_string(n) + " blocks");
   if (static_cast<size_t>(n) > p.free_list.size()) {
     return Status::error("KV cache full: need " + std::to_string(n) + " blocks of " +
-                         std::to_string(p.opts.block_size) + " tokens, " +
-                         std::to_string(p.free_list.size()) + " of " + std::to_string(p.opts.n_blocks) +
-                         " free (raise --ctx-size or lower --parallel)");
+                         std::to_string(p.opts.block_size) + " tokens, " + std::to_string(p.free_list.size()) + " of " +
+                         std::to_string(p.opts.n_blocks) + " free (raise --ctx-size or lower --parallel)");
   }
   for (int i = 0; i < n; ++i) {
     const int32_t id = p.free_list.back();

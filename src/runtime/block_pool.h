@@ -16,9 +16,9 @@ namespace ds {
 
 struct BlockPoolOptions {
   int n_blocks = 0;
-  int block_size = 16;          // tokens per block
-  size_t bytes_per_token = 0;   // all layers of one token's K/V (or MLA latent) rows
-  std::string numa = "none";    // distribute | isolate | none
+  int block_size = 16;         // tokens per block
+  size_t bytes_per_token = 0;  // all layers of one token's K/V (or MLA latent) rows
+  std::string numa = "none";   // distribute | isolate | none
 };
 
 class BlockPool {

@@ -19,7 +19,7 @@ namespace ds {
 
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;  // x86-64 transparent huge page size
+constexpr size_t kHugePage = size_t{2} << 20;           // x86-64 transparent huge page size
 constexpr uint64_t kMaxL3PerCore = uint64_t{64} << 20;  // largest shipping: ~12 MiB (Genoa-X)
 
 struct Hwloc {
@@ -27,7 +27,11 @@ struct Hwloc {
   Topology info;
 
   Hwloc() {
-    if (hwloc_topology_init(&topo) != 0) { topo = nullptr; fallback(); return; }
+    if (hwloc_topology_init(&topo) != 0) {
+      topo = nullptr;
+      fallback();
+      return;
+    }
     if (hwloc_topology_load(topo) != 0) {
       hwloc_topology_destroy(topo);
       topo = nullptr;
@@ -36,7 +40,9 @@ struct Hwloc {
     }
     describe();
   }
-  ~Hwloc() { if (topo) hwloc_topology_destroy(topo); }
+  ~Hwloc() {
+    if (topo) hwloc_topology_destroy(topo);
+  }
 
   void fallback() {
     const unsigned n = std::thread::hardware_concurrency();
@@ -85,7 +91,9 @@ void set_note(std::string note) {
   g_note = std::move(note);
 }
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 size_t page_size() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -108,9 +116,18 @@ void* map_aligned(size_t len, size_t align) {
 // Applies the NUMA policy to a fresh mapping; records why when it cannot.
 void bind_area(void* ptr, size_t len, NumaMode mode) {
   Hwloc& h = hwloc();
-  if (mode == NumaMode::kNone) { set_note(""); return; }
-  if (!h.topo) { set_note("hwloc topology unavailable; memory left unbound"); return; }
-  if (h.info.nodes.size() < 2) { set_note("single NUMA node; nothing to bind"); return; }
+  if (mode == NumaMode::kNone) {
+    set_note("");
+    return;
+  }
+  if (!h.topo) {
+    set_note("hwloc topology unavailable; memory left unbound");
+    return;
+  }
+  if (h.info.nodes.size() < 2) {
+    set_note("single NUMA node; nothing to bind");
+    return;
+  }
   hwloc_nodeset_t set = nullptr;
   hwloc_membind_policy_t policy = HWLOC_MEMBIND_BIND;
   if (mode == NumaMode::kDistribute) {
@@ -122,8 +139,9 @@ void bind_area(void* ptr, size_t len, NumaMode mode) {
   const int rc = hwloc_set_area_membind(h.topo, ptr, len, set, policy, HWLOC_MEMBIND_BYNODESET);
   const int err = errno;
   hwloc_bitmap_free(set);
-  set_note(rc == 0 ? "" : std::string("hwloc_set_area_membind(") + numa_mode_name(mode) +
-                              ") failed: " + std::strerror(err) + "; memory left unbound");
+  set_note(rc == 0 ? ""
+                   : std::string("hwloc_set_area_membind(") + numa_mode_name(mode) + ") failed: " + std::strerror(err) +
+                         "; memory left unbound");
 }
 
 }  // namespace
@@ -132,20 +150,24 @@ Result<NumaMode> parse_numa_mode(std::string_view name) {
   if (name == "none") return NumaMode::kNone;
   if (name == "distribute") return NumaMode::kDistribute;
   if (name == "isolate") return NumaMode::kIsolate;
-  return Status::error("unknown --numa mode '" + std::string(name) +
-                       "' (expected distribute, isolate or none)");
+  return Status::error("unknown --numa mode '" + std::string(name) + "' (expected distribute, isolate or none)");
 }
 
 const char* numa_mode_name(NumaMode mode) {
   switch (mode) {
-    case NumaMode::kDistribute: return "distribute";
-    case NumaMode::kIsolate: return "isolate";
-    case NumaMode::kNone: break;
+    case NumaMode::kDistribute:
+      return "distribute";
+    case NumaMode::kIsolate:
+      return "isolate";
+    case NumaMode::kNone:
+      break;
   }
   return "none";
 }
 
-const Topology& topology() { return hwloc().info; }
+const Topology& topology() {
+  return hwloc().info;
+}
 
 void* numa_alloc(size_t bytes, NumaMode mode) {
   if (bytes == 0) bytes = 1;
@@ -173,8 +195,8 @@ std::string memory_binding_note() {
 Result<NumaBuffer> NumaBuffer::allocate(size_t bytes, NumaMode mode) {
   void* p = numa_alloc(bytes, mode);
   if (!p) {
-    return Status::error("cannot map " + std::to_string(bytes) + " bytes of memory (" +
-                         numa_mode_name(mode) + "): " + std::strerror(errno));
+    return Status::error("cannot map " + std::to_string(bytes) + " bytes of memory (" + numa_mode_name(mode) +
+                         "): " + std::strerror(errno));
   }
   NumaBuffer b;
   b.data_ = static_cast<uint8_t*>(p);
@@ -182,7 +204,9 @@ Result<NumaBuffer> NumaBuffer::allocate(size_t bytes, NumaMode mode) {
   return b;
 }
 
-NumaBuffer::~NumaBuffer() { numa_free(data_, size_); }
+NumaBuffer::~NumaBuffer() {
+  numa_free(data_, size_);
+}
 
 NumaBuffer::NumaBuffer(NumaBuffer&& other) noexcept : data_(other.data_), size_(other.size_) {
   other.data_ = nullptr;

@@ -30,11 +30,11 @@ struct NumaNode {
 };
 
 struct Topology {
-  bool from_hwloc = false;    // false: hwloc failed; counts come from the C++ runtime
+  bool from_hwloc = false;  // false: hwloc failed; counts come from the C++ runtime
   int n_packages = 1;
-  int n_cores = 1;            // physical cores the process may run on
-  int n_pus = 1;              // hardware threads the process may run on
-  uint64_t l3_bytes = 0;      // sum over all L3 caches (0 if unknown)
+  int n_cores = 1;        // physical cores the process may run on
+  int n_pus = 1;          // hardware threads the process may run on
+  uint64_t l3_bytes = 0;  // sum over all L3 caches (0 if unknown)
   uint64_t total_memory_bytes = 0;
   std::vector<NumaNode> nodes;
   bool smt() const { return n_pus > n_cores; }

@@ -146,9 +146,9 @@ void Sampler::note_logprobs() {
   const size_t k = std::min<size_t>(static_cast<size_t>(std::max(0, p_.top_logprobs)), cands_.size());
   if (k == 0) return;
   std::vector<Cand> best(cands_.begin(), cands_.end());
-  std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(k), best.end(), [](const Cand& a, const Cand& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  });
+  std::partial_sort(
+      best.begin(), best.begin() + static_cast<std::ptrdiff_t>(k), best.end(),
+      [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
   for (size_t i = 0; i < k; ++i) last_top_.push_back({best[i].id, best[i].logit - lse_});
 }
 
@@ -203,7 +203,7 @@ int32_t Sampler::pick(const float* logits, std::vector<TokenProb>* top) {
     }
   }
   report(p_.n_probs, top);
-  while (pick > 0 && !(probs_[pick] > 0)) --pick;  // never a banned (-inf) token
+  while (pick > 0 && !(probs_[pick] > 0)) --pick;              // never a banned (-inf) token
   last_logprob_ = cands_[pick].logit * p_.temperature - lse_;  // undo the temperature
   return cands_[pick].id;
 }

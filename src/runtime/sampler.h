@@ -33,8 +33,8 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
-  std::vector<std::pair<int32_t, float>> logit_bias;  // added to logits (-inf bans a token)
-  int n_probs = 0;                                    // report the n most probable tokens of each step
+  std::vector<std::pair<int32_t, float>> logit_bias;        // added to logits (-inf bans a token)
+  int n_probs = 0;                                          // report the n most probable tokens of each step
   std::shared_ptr<const constrain::Constraint> constraint;  // grammar the output must follow (null: none)
   // OpenAI logprobs: the sampled token's log-probability and the top_logprobs most likely
   // tokens, from the log-softmax of the logits after logit bias, penalties and the constraint,

@@ -79,7 +79,10 @@ struct alignas(64) WaitWord {
         if (v != seen) return v;
         if ((i & 63) != 0) continue;
         const auto now = Clock::now();
-        if (now - last > SpinPolicy::kPreemptedGap) { policy.preempted(now); break; }
+        if (now - last > SpinPolicy::kPreemptedGap) {
+          policy.preempted(now);
+          break;
+        }
         if (now >= deadline) break;
         last = now;
       }
@@ -113,7 +116,7 @@ struct ThreadPool::Impl {
   WaitWord done;        // workers finished in this generation; the caller waits on it
   alignas(64) void (*call)(void*, int, int) = nullptr;
   void* ctx = nullptr;
-  bool stop = false;    // written before a generation bump, read after seeing it
+  bool stop = false;           // written before a generation bump, read after seeing it
   int64_t* wait_ns = nullptr;  // set_wait_counter(); the caller's thread only
 
   void worker_main(int ith) {
@@ -179,7 +182,9 @@ ThreadPool::~ThreadPool() {
   for (auto& t : impl_->workers) t.join();
 }
 
-int ThreadPool::n_threads() const { return impl_->n_threads; }
+int ThreadPool::n_threads() const {
+  return impl_->n_threads;
+}
 
 void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
   using Fn = std::function<void(int, int)>;
@@ -207,6 +212,8 @@ void ThreadPool::run_raw(void (*call)(void* ctx, int ith, int nth), void* ctx) {
   *p.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void ThreadPool::set_wait_counter(int64_t* ns) { impl_->wait_ns = ns; }
+void ThreadPool::set_wait_counter(int64_t* ns) {
+  impl_->wait_ns = ns;
+}
 
 }  // namespace ds

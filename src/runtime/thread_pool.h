@@ -15,8 +15,8 @@
 namespace ds {
 
 struct ThreadPoolOptions {
-  int n_threads = 0;   // 0: one per physical core
-  bool pin = true;     // bind each worker to one core (hwloc); ignored where unsupported
+  int n_threads = 0;  // 0: one per physical core
+  bool pin = true;    // bind each worker to one core (hwloc); ignored where unsupported
   // Also bind the calling thread (thread 0) to core 0 on its first run(). Off by default:
   // threads the caller creates later inherit its binding.
   bool pin_caller = false;
@@ -44,8 +44,7 @@ class ThreadPool {
   // so nothing is allocated whatever the lambda captures. (A std::function holding a
   // lambda that captures more than two pointers allocates in libstdc++.)
   template <class Fn>
-    requires(!std::is_same_v<std::decay_t<Fn>, std::function<void(int, int)>>)
-  void run(Fn&& fn) {
+  requires(!std::is_same_v<std::decay_t<Fn>, std::function<void(int, int)>>) void run(Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
     run_raw([](void* ctx, int ith, int nth) { (*static_cast<F*>(ctx))(ith, nth); },
             const_cast<void*>(static_cast<const void*>(std::addressof(fn))));

@@ -60,7 +60,7 @@ class PrefixCache {
   KvBlocks& kv_;
   std::unordered_map<uint64_t, Entry> map_;
   std::unordered_multimap<uint64_t, uint64_t> children_;  // parent hash -> hashes of its cached next blocks
-  std::list<uint64_t> lru_;  // front: least recently used
+  std::list<uint64_t> lru_;                               // front: least recently used
   int n_unused_ = 0;
 };
 

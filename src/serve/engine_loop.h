@@ -53,10 +53,10 @@ struct GenEvent {
   bool done = false;
   int32_t token = -1;  // when !done
   std::vector<TokenProb> probs;
-  float logprob = 0;                     // with sampling.logprobs
+  float logprob = 0;                      // with sampling.logprobs
   std::vector<TokenProb> top_logprobs;    // prob holds a log-probability
   StopReason reason = StopReason::kNone;  // when done
-  std::string error;                     // when reason == error
+  std::string error;                      // when reason == error
   GenStats stats;
 };
 

@@ -87,8 +87,7 @@ struct ServerContext {
 HttpResponse handle_request(ServerContext& ctx, const HttpRequest& req);
 // The CORS headers (--cors-origins) for a request with these headers; the transport adds them
 // to the replies it writes itself (refused and shut-down requests), as handle_request does.
-void add_cors_headers(const ServerContext& ctx, const std::map<std::string, std::string>& req_headers,
-                      HttpResponse* r);
+void add_cors_headers(const ServerContext& ctx, const std::map<std::string, std::string>& req_headers, HttpResponse* r);
 
 // {"error":{"code":status,"message":...,"type":...}} with the status set.
 HttpResponse error_response(int status, std::string_view message, std::string_view type);

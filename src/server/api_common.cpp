@@ -410,13 +410,17 @@ static json probs_json(const ServerContext& ctx, const GenEvent& ev) {
   double chosen = -1;
   for (const TokenProb& p : ev.probs) {
     const std::string t = ctx.codec->token_bytes(p.token);
-    top.push_back({{"id", p.token}, {"token", utf8_sanitize(t)}, {"bytes", token_bytes_json(t)}, {"prob", p.prob},
+    top.push_back({{"id", p.token},
+                   {"token", utf8_sanitize(t)},
+                   {"bytes", token_bytes_json(t)},
+                   {"prob", p.prob},
                    {"logprob", p.prob > 0 ? std::log(p.prob) : -1e30}});
     if (p.token == ev.token) chosen = p.prob;
   }
   for (const TokenProb& p : ev.top_logprobs) {
     const std::string t = ctx.codec->token_bytes(p.token);
-    top_lp.push_back({{"id", p.token}, {"token", utf8_sanitize(t)}, {"bytes", token_bytes_json(t)}, {"logprob", p.prob}});
+    top_lp.push_back(
+        {{"id", p.token}, {"token", utf8_sanitize(t)}, {"bytes", token_bytes_json(t)}, {"logprob", p.prob}});
   }
   const std::string t = ctx.codec->token_bytes(ev.token);
   return {{"id", ev.token},

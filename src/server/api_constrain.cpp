@@ -95,7 +95,8 @@ Status parse_constraint(const json& j, const TextCodec& codec, SamplingParams* s
   const std::string type = f["type"];
   if (type == "text") return Status::ok();
   if (type == "json_object") {
-    if (f.contains("schema") && !f["schema"].is_null()) return from_schema(f["schema"], codec, "response_format.schema", sp);
+    if (f.contains("schema") && !f["schema"].is_null())
+      return from_schema(f["schema"], codec, "response_format.schema", sp);
     return compile_constraint(constrain::json_object_gbnf(), codec, "response_format", sp);
   }
   if (type == "json_schema") {

@@ -85,8 +85,8 @@ struct GenResult {
   std::string stopping_word;
   GenStats stats;
   bool client_gone = false;
-  Status error;                // a generation that failed
-  json probs = json::array();  // completion_probabilities when n_probs > 0
+  Status error;                   // a generation that failed
+  json probs = json::array();     // completion_probabilities when n_probs > 0
   json logprobs = json::array();  // with sampling.logprobs: one logprob_entry per token
 };
 

@@ -208,9 +208,10 @@ HttpResponse chat_response(ServerContext& ctx, const ChatCall& call, const HttpR
     msg["tool_calls"] = tool_calls_json(out);
   }
   json j = call.head(ctx, "chat.completion");
-  j["choices"] = json::array(
-      {{{"index", 0}, {"message", msg}, {"logprobs", chat_logprobs(*call.req, g.logprobs)},
-        {"finish_reason", chat_finish_reason(call, g)}}});
+  j["choices"] = json::array({{{"index", 0},
+                               {"message", msg},
+                               {"logprobs", chat_logprobs(*call.req, g.logprobs)},
+                               {"finish_reason", chat_finish_reason(call, g)}}});
   j["usage"] = usage_json(g);
   j["timings"] = timings_json(g.stats);
   return json_response(j);
@@ -261,11 +262,10 @@ void chat_stream(ServerContext& ctx, const ChatCall& call, StreamSink& sink) {
     call.stream->cancel();
     return;
   }
-  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive,
-                               [&](const Piece& p) {
-                                 pending_lp.insert(pending_lp.end(), p.logprobs.begin(), p.logprobs.end());
-                                 return send_delta(call.output->push(p.text));
-                               });
+  GenResult g = run_generation(ctx, *call.stream, *call.req, sink.alive, [&](const Piece& p) {
+    pending_lp.insert(pending_lp.end(), p.logprobs.begin(), p.logprobs.end());
+    return send_delta(call.output->push(p.text));
+  });
   log_request(ctx, call.route, call.stream->id(), g);
   if (g.client_gone) return;
   if (!g.error.is_ok()) {

@@ -142,7 +142,8 @@ const std::vector<Option>& options() {
        }},
       {"api-key", "S",
        "Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health, /models, "
-       "/v1/models and CORS preflights. Also read from $DS_API_KEY. An empty key is an error (omit the option to run without one).",
+       "/v1/models and CORS preflights. Also read from $DS_API_KEY. An empty key is an error (omit the option to run "
+       "without one).",
        [](ServerConfig& c, const std::string& v) {
          if (v.empty()) return Status::error("--api-key must not be empty (omit it to run without a key)");
          c.api_key = v;

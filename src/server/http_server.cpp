@@ -303,10 +303,10 @@ struct HttpServer::Impl {
       for (const auto& [k, v] : c->parser.request().headers) req_headers[k] = v;
     }
     add_cors_headers(ctx, req_headers, &resp);
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
-                      "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " +
-                      std::to_string(resp.body.size()) + "\r\nConnection: close\r\nX-Request-Id: " + std::to_string(id) +
-                      (status == 503 ? "\r\nRetry-After: 1" : "");
+    std::string out =
+        "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
+        "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(resp.body.size()) +
+        "\r\nConnection: close\r\nX-Request-Id: " + std::to_string(id) + (status == 503 ? "\r\nRetry-After: 1" : "");
     for (const auto& [k, v] : resp.headers) out += "\r\n" + k + ": " + v;
     out += "\r\n\r\n" + resp.body;
     const ssize_t n = send(c->fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

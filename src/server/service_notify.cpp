@@ -36,7 +36,9 @@ void ServiceNotifier::ready(std::string_view status) {
   if (watchdog_.count() > 0 && !pinger_.joinable()) pinger_ = std::thread([this] { ping_loop(); });
 }
 
-void ServiceNotifier::stopping() { send("STOPPING=1\nSTATUS=draining in-flight requests"); }
+void ServiceNotifier::stopping() {
+  send("STOPPING=1\nSTATUS=draining in-flight requests");
+}
 
 void ServiceNotifier::ping_loop() {
   std::unique_lock<std::mutex> lock(mu_);

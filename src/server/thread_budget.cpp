@@ -43,9 +43,12 @@ std::optional<ThreadLimit> cgroup_limit() {
     if (a == std::string::npos || b == std::string::npos) continue;
     const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     std::string dir;
-    if (line.rfind("0::", 0) == 0) dir = "/sys/fs/cgroup" + path;
-    else if (controllers == "pids") dir = "/sys/fs/cgroup/pids" + path;
-    else continue;
+    if (line.rfind("0::", 0) == 0)
+      dir = "/sys/fs/cgroup" + path;
+    else if (controllers == "pids")
+      dir = "/sys/fs/cgroup/pids" + path;
+    else
+      continue;
     auto max = read_int(dir + "/pids.max"), cur = read_int(dir + "/pids.current");
     if (max && cur) return ThreadLimit{*max - *cur, "the cgroup's pids.max of " + std::to_string(*max) + " (TasksMax)"};
   }

@@ -34,9 +34,12 @@ struct NamedFormat {
   ChatFormat format;
 };
 constexpr NamedFormat kNames[] = {
-    {"deepseek3", ChatFormat::kDeepseek3},           {"deepseek-r1", ChatFormat::kDeepseekR1},
-    {"deepseek2", ChatFormat::kDeepseek2},           {"deepseek-llm", ChatFormat::kDeepseek2},
-    {"deepseek-coder", ChatFormat::kDeepseekCoder}, {"chatml", ChatFormat::kChatml},
+    {"deepseek3", ChatFormat::kDeepseek3},
+    {"deepseek-r1", ChatFormat::kDeepseekR1},
+    {"deepseek2", ChatFormat::kDeepseek2},
+    {"deepseek-llm", ChatFormat::kDeepseek2},
+    {"deepseek-coder", ChatFormat::kDeepseekCoder},
+    {"chatml", ChatFormat::kChatml},
     {"deepseek-r1-distill-llama", ChatFormat::kDeepseekR1DistillLlama},
     {"deepseek-r1-distill-qwen", ChatFormat::kDeepseekR1DistillQwen},
     {"deepseek-v3.1", ChatFormat::kDeepseekV3_1},
@@ -54,10 +57,10 @@ struct KnownTemplate {
 constexpr KnownTemplate kKnown[] = {
     {0x731e2d647d2bf911ull, ChatFormat::kDeepseekR1DistillLlama},  // DeepSeek-R1-Distill-Llama-8B
     {0xe8dafd0b656d9f87ull, ChatFormat::kDeepseekR1DistillQwen},   // DeepSeek-R1-Distill-Qwen-32B
-    {0xb4e54689957e62cfull, ChatFormat::kDeepseekV3_1},              // DeepSeek-V3.1
-    {0x28c1eb4c82828d2dull, ChatFormat::kDeepseekV3_2},              // DeepSeek-V3.2
-    {0x05c9566651bb7ab5ull, ChatFormat::kDeepseekV4},                // DeepSeek-V4
-    {0xd9b9050150eb6c8cull, ChatFormat::kDeepseekV4Flash},          // DeepSeek-V4-Flash-0731
+    {0xb4e54689957e62cfull, ChatFormat::kDeepseekV3_1},            // DeepSeek-V3.1
+    {0x28c1eb4c82828d2dull, ChatFormat::kDeepseekV3_2},            // DeepSeek-V3.2
+    {0x05c9566651bb7ab5ull, ChatFormat::kDeepseekV4},              // DeepSeek-V4
+    {0xd9b9050150eb6c8cull, ChatFormat::kDeepseekV4Flash},         // DeepSeek-V4-Flash-0731
 };
 
 uint64_t fnv1a(std::string_view s) {
@@ -119,7 +122,8 @@ std::optional<ChatFormat> ChatTemplate::recognize_exact(std::string_view t) {
 Result<ChatFormat> ChatTemplate::recognize(std::string_view t) {
   if (auto exact = recognize_exact(t)) return *exact;
   if (contains(t, "｜DSML｜")) {
-    if (contains(t, "tool_calls>")) return contains(t, "reasoning_effort_high") ? ChatFormat::kDeepseekV4Flash : ChatFormat::kDeepseekV4;
+    if (contains(t, "tool_calls>"))
+      return contains(t, "reasoning_effort_high") ? ChatFormat::kDeepseekV4Flash : ChatFormat::kDeepseekV4;
     return ChatFormat::kDeepseekV3_2;
   }
   if (contains(t, kAssistant) && contains(t, kUser) && contains(t, "<think></think>")) return ChatFormat::kDeepseekV3_1;
@@ -155,7 +159,8 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const GgufFile& file, const Tokeniz
   // DeepSeek-V3.2 speaks the V3 chat format; a deepseek32 file whose template is absent or
   // not recognized gets deepseek3 rather than an error.
   const bool v32 = file.architecture() == "deepseek32";
-  if (v32 && (!text.value() || !recognize(*text.value()))) return ChatTemplate(ChatFormat::kDeepseek3, std::move(bos), std::move(eos));
+  if (v32 && (!text.value() || !recognize(*text.value())))
+    return ChatTemplate(ChatFormat::kDeepseek3, std::move(bos), std::move(eos));
   if (!text.value()) {
     return Status::error(file.path() +
                          " has no tokenizer.chat_template; choose one with "
@@ -173,9 +178,13 @@ ChatTemplate ChatTemplate::from_text(std::string_view tmpl, std::string_view wha
     format = ChatFormat::kDeepseek3;
   } else if (!recognize_exact(tmpl)) {
     ChatTemplate named(format.value(), "", "");
-    warning = std::string(what) + " is not one of the published DeepSeek templates; rendering "
-              "with the built-in format '" + named.name() + "' that its markers match (choose another with "
-              "--chat-template NAME, one of: " + names_list() + ")";
+    warning = std::string(what) +
+              " is not one of the published DeepSeek templates; rendering "
+              "with the built-in format '" +
+              named.name() +
+              "' that its markers match (choose another with "
+              "--chat-template NAME, one of: " +
+              names_list() + ")";
   }
   ChatTemplate t(format.value(), std::move(bos), std::move(eos));
   if (t.format() == ChatFormat::kChatml) t.set_default_system(chatml_default_system(tmpl));
@@ -291,8 +300,7 @@ Result<std::string> ChatTemplate::render(const ChatInput& in) const {
   const bool add_generation_prompt = in.add_generation_prompt;
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& r = messages[i].role;
-    const bool ok = r == "system" || r == "user" || r == "assistant" ||
-                    (tools && (r == "tool" || r == "developer"));
+    const bool ok = r == "system" || r == "user" || r == "assistant" || (tools && (r == "tool" || r == "developer"));
     if (!ok) {
       return Status::error("message " + std::to_string(i) + " has role '" + r + "'; supported roles with '" + name() +
                            "': system, user, assistant" + (tools ? ", developer, tool" : ""));

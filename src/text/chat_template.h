@@ -25,18 +25,18 @@ class GgufFile;
 class Tokenizer;
 
 enum class ChatFormat {
-  kDeepseek3,       // "deepseek3": V3 (and V2.5 files with the same markers)
+  kDeepseek3,      // "deepseek3": V3 (and V2.5 files with the same markers)
   kDeepseekR1,     // "deepseek-r1": R1, R1-Distill-Qwen/Llama (<think>\n after the marker)
-  kDeepseek2,       // "deepseek2" (alias "deepseek-llm"): V2/V2.5 chat, deepseek-llm chat
+  kDeepseek2,      // "deepseek2" (alias "deepseek-llm"): V2/V2.5 chat, deepseek-llm chat
   kDeepseekCoder,  // "deepseek-coder": deepseek-coder instruct
-  kChatml,          // "chatml": Qwen2-style <|im_start|>role\n...<|im_end|>
+  kChatml,         // "chatml": Qwen2-style <|im_start|>role\n...<|im_end|>
   // The published templates, rendered exactly (chat_deepseek_formats.cpp):
   kDeepseekR1DistillLlama,  // "deepseek-r1-distill-llama"
   kDeepseekR1DistillQwen,   // "deepseek-r1-distill-qwen"
-  kDeepseekV3_1,              // "deepseek-v3.1": thinking switch, NAME<｜tool▁sep｜>{json} calls
-  kDeepseekV3_2,              // "deepseek-v3.2": DSML function_calls
-  kDeepseekV4,                // "deepseek-v4": DSML tool_calls, reasoning effort, response format
-  kDeepseekV4Flash,          // "deepseek-v4-flash": V4-Flash-0731 (two reasoning-effort levels)
+  kDeepseekV3_1,            // "deepseek-v3.1": thinking switch, NAME<｜tool▁sep｜>{json} calls
+  kDeepseekV3_2,            // "deepseek-v3.2": DSML function_calls
+  kDeepseekV4,              // "deepseek-v4": DSML tool_calls, reasoning effort, response format
+  kDeepseekV4Flash,         // "deepseek-v4-flash": V4-Flash-0731 (two reasoning-effort levels)
 };
 
 class ChatTemplate {

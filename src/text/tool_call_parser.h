@@ -43,9 +43,9 @@ struct ToolCallConstraint {
 
 struct ToolCallEvent {
   enum class Kind {
-    kContent,     // text outside the call block
+    kContent,    // text outside the call block
     kCallBegin,  // a call opens: index, name
-    kArguments,   // a fragment of the call's arguments (JSON text)
+    kArguments,  // a fragment of the call's arguments (JSON text)
   };
   Kind kind;
   int index = 0;

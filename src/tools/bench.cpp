@@ -36,8 +36,8 @@ struct BenchArgs {
   int n_gen = 128;
   int n_threads = 0;
   int batch = 8;
-  int depth = 0;  // context tokens already in the cache when the decode tests start
-  int chunk = 0;  // tokens per prefill step (0: the whole prompt in one step)
+  int depth = 0;            // context tokens already in the cache when the decode tests start
+  int chunk = 0;            // tokens per prefill step (0: the whole prompt in one step)
   bool fast_depth = false;  // the -d context is not computed (cache rows left as they are)
   int repeats = 3;
   bool json = false;
@@ -80,7 +80,8 @@ ModelCost model_cost(const GgufFile& f) {
   const double n_exp = static_cast<double>(f.get_int_or(arch + ".expert_count", 0).value());
   const double n_used = static_cast<double>(f.get_int_or(arch + ".expert_used_count", 0).value());
   // MTP blocks stored after the trunk (nextn_predict_layers) are not part of a decode step.
-  const int64_t n_trunk = f.get_int_or(arch + ".block_count", 0).value() - f.get_int_or(arch + ".nextn_predict_layers", 0).value();
+  const int64_t n_trunk =
+      f.get_int_or(arch + ".block_count", 0).value() - f.get_int_or(arch + ".nextn_predict_layers", 0).value();
   for (const auto& t : f.tensors()) {
     if (t.name.rfind("blk.", 0) == 0 && std::strtoll(t.name.c_str() + 4, nullptr, 10) >= n_trunk) continue;
     double bytes = static_cast<double>(t.nbytes), params = static_cast<double>(t.n_elements());
@@ -143,23 +144,41 @@ Status parse(const std::vector<std::string>& a, BenchArgs* b) {
     if (s == "--help" || s == "-h") {
       b->help = true;
       return Status::ok();
-    }
-    else if (s == "--model" || s == "-m") { ok = i + 1 < a.size(); if (ok) b->model = a[++i]; }
-    else if (s == "-p") ok = val(&b->n_prompt);
-    else if (s == "-n") ok = val(&b->n_gen);
-    else if (s == "-t" || s == "--threads") ok = val(&b->n_threads);
-    else if (s == "--batch") ok = val(&b->batch);
-    else if (s == "--depth" || s == "-d") ok = val(&b->depth);
-    else if (s == "--chunk") ok = val(&b->chunk);
-    else if (s == "--fast-depth") b->fast_depth = true;
-    else if (s == "--repeats") ok = val(&b->repeats);
-    else if (s == "--kv-type") { ok = i + 1 < a.size(); if (ok) b->kv_type = a[++i]; }
-    else if (s == "--json") b->json = true;
-    else if (s == "--profile") b->profile = true;
-    else if (s == "--no-limits") b->limits = false;
-    else if (s == "--no-repack") b->repack = false;
-    else if (s == "--json-schema") { ok = i + 1 < a.size(); if (ok) b->json_schema = a[++i]; }
-    else return Status::invalid_argument("unknown option " + s);
+    } else if (s == "--model" || s == "-m") {
+      ok = i + 1 < a.size();
+      if (ok) b->model = a[++i];
+    } else if (s == "-p")
+      ok = val(&b->n_prompt);
+    else if (s == "-n")
+      ok = val(&b->n_gen);
+    else if (s == "-t" || s == "--threads")
+      ok = val(&b->n_threads);
+    else if (s == "--batch")
+      ok = val(&b->batch);
+    else if (s == "--depth" || s == "-d")
+      ok = val(&b->depth);
+    else if (s == "--chunk")
+      ok = val(&b->chunk);
+    else if (s == "--fast-depth")
+      b->fast_depth = true;
+    else if (s == "--repeats")
+      ok = val(&b->repeats);
+    else if (s == "--kv-type") {
+      ok = i + 1 < a.size();
+      if (ok) b->kv_type = a[++i];
+    } else if (s == "--json")
+      b->json = true;
+    else if (s == "--profile")
+      b->profile = true;
+    else if (s == "--no-limits")
+      b->limits = false;
+    else if (s == "--no-repack")
+      b->repack = false;
+    else if (s == "--json-schema") {
+      ok = i + 1 < a.size();
+      if (ok) b->json_schema = a[++i];
+    } else
+      return Status::invalid_argument("unknown option " + s);
     if (!ok) return Status::invalid_argument("bad or missing value for " + s);
   }
   if (b->model.empty()) return Status::invalid_argument("needs --model");
@@ -374,21 +393,22 @@ Status cmd_bench(const std::vector<std::string>& args) {
         spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, gflops,
         bf16_gflops, cost.bytes_per_token, kv_bytes, cost.ops_per_token, tg_roof, pp_roof);
   } else {
-    std::printf("model: %s (%s, %s of weights + %s of KV cache read per decoded token, %.2f GOP per prefill "
-                "token)\n",
-                b.model.c_str(), e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(),
-                human_bytes(kv_bytes).c_str(), cost.ops_per_token / 1e9);
-    std::printf("machine: read bandwidth %.1f GB/s (%.1f..%.1f), int8 peak %.0f GOPS (%.0f..%.0f, %s), "
-                "fp32 FMA peak %.0f GFLOPS, bf16 dot peak %s\n",
-                bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, peak_isa.c_str(), gflops,
-                bf16_gflops > 0 ? (std::to_string(static_cast<int>(bf16_gflops + 0.5)) + " GFLOPS").c_str() : "-");
+    std::printf(
+        "model: %s (%s, %s of weights + %s of KV cache read per decoded token, %.2f GOP per prefill "
+        "token)\n",
+        b.model.c_str(), e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(),
+        human_bytes(kv_bytes).c_str(), cost.ops_per_token / 1e9);
+    std::printf(
+        "machine: read bandwidth %.1f GB/s (%.1f..%.1f), int8 peak %.0f GOPS (%.0f..%.0f, %s), "
+        "fp32 FMA peak %.0f GFLOPS, bf16 dot peak %s\n",
+        bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, peak_isa.c_str(), gflops,
+        bf16_gflops > 0 ? (std::to_string(static_cast<int>(bf16_gflops + 0.5)) + " GFLOPS").c_str() : "-");
     std::printf("  (read just before and after every decode / prefill repeat; each repeat's roofline uses its own)\n");
     std::printf("%-22s %10s %20s %10s\n", "test", "t/s", "min..max", "roofline");
     std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", ("pp" + std::to_string(b.n_prompt)).c_str(), spp.median,
                 spp.min, spp.max, 100 * pp_roof);
     const std::string tg_name = "tg" + std::to_string(b.n_gen) + (b.depth ? " @ d" + std::to_string(b.depth) : "");
-    std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", tg_name.c_str(), stg.median,
-                stg.min, stg.max, 100 * tg_roof);
+    std::printf("%-22s %10.2f %9.2f..%-10.2f %9.1f%%\n", tg_name.c_str(), stg.median, stg.min, stg.max, 100 * tg_roof);
     if (!tg_roofs.empty()) {  // each repeat against its own probe readings, in run order
       std::printf("  %s per repeat:", tg_name.c_str());
       for (size_t r = 0; r < tg_roofs.size(); ++r)
@@ -421,7 +441,6 @@ Status cmd_bench(const std::vector<std::string>& args) {
 
 }  // namespace
 
-DS_CLI_COMMAND(bench, "measure prefill and decode speed against this machine's bandwidth and int8 limits",
-               cmd_bench);
+DS_CLI_COMMAND(bench, "measure prefill and decode speed against this machine's bandwidth and int8 limits", cmd_bench);
 
 }  // namespace ds::cli

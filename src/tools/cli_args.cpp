@@ -15,8 +15,7 @@ Status parse_int_arg(const std::string& flag, const std::string& value, int64_t 
   const long long v = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
     return Status::invalid_argument(str_format("%s must be an integer in [%lld, %lld] (got '%s')", flag.c_str(),
-                                               static_cast<long long>(lo), static_cast<long long>(hi),
-                                               value.c_str()));
+                                               static_cast<long long>(lo), static_cast<long long>(hi), value.c_str()));
   }
   *out = v;
   return Status::ok();

@@ -66,7 +66,9 @@ std::string proc_field(const std::string& path, const std::string& key) {
   return "";
 }
 
-std::string or_unknown(const std::string& s) { return s.empty() ? "unknown" : s; }
+std::string or_unknown(const std::string& s) {
+  return s.empty() ? "unknown" : s;
+}
 
 // ---- instruction sets ---------------------------------------------------------------
 
@@ -76,7 +78,7 @@ struct CpuFeatures {
   bool avx512vnni = false, avx512bf16 = false;
   bool amx_tile = false, amx_int8 = false, amx_bf16 = false;
   bool os_ymm = false, os_zmm = false, os_amx = false;  // XCR0: the OS saves that state
-  std::string amx_grant = "n/a";                         // arch_prctl(ARCH_REQ_XCOMP_PERM)
+  std::string amx_grant = "n/a";                        // arch_prctl(ARCH_REQ_XCOMP_PERM)
 };
 
 uint64_t read_xcr0() {
@@ -125,16 +127,17 @@ CpuFeatures detect_features() {
   return c;
 }
 
-const char* yn(bool v) { return v ? "yes" : "no"; }
+const char* yn(bool v) {
+  return v ? "yes" : "no";
+}
 
 void print_isa(const CpuFeatures& c) {
   std::printf("cpu: %s\n", or_unknown(proc_field("/proc/cpuinfo", "model name")).c_str());
   std::printf("instruction sets:\n");
-  std::printf("  AVX2 %s  FMA %s  F16C %s  AVX-VNNI %s   (OS saves ymm state: %s)\n", yn(c.avx2), yn(c.fma),
-              yn(c.f16c), yn(c.avx_vnni), yn(c.os_ymm));
-  std::printf("  AVX-512 F %s  BW %s  VL %s  DQ %s  VNNI %s  BF16 %s   (OS saves zmm state: %s)\n",
-              yn(c.avx512f), yn(c.avx512bw), yn(c.avx512vl), yn(c.avx512dq), yn(c.avx512vnni),
-              yn(c.avx512bf16), yn(c.os_zmm));
+  std::printf("  AVX2 %s  FMA %s  F16C %s  AVX-VNNI %s   (OS saves ymm state: %s)\n", yn(c.avx2), yn(c.fma), yn(c.f16c),
+              yn(c.avx_vnni), yn(c.os_ymm));
+  std::printf("  AVX-512 F %s  BW %s  VL %s  DQ %s  VNNI %s  BF16 %s   (OS saves zmm state: %s)\n", yn(c.avx512f),
+              yn(c.avx512bw), yn(c.avx512vl), yn(c.avx512dq), yn(c.avx512vnni), yn(c.avx512bf16), yn(c.os_zmm));
   std::printf("  AMX TILE %s  INT8 %s  BF16 %s   (OS tile state in XCR0: %s; tile data permission: %s)\n",
               yn(c.amx_tile), yn(c.amx_int8), yn(c.amx_bf16), yn(c.os_amx), c.amx_grant.c_str());
   std::printf("  kernel path ds-server will use: %s (DS_ISA=ref|avx2|avx512|amx lowers it)\n", isa_name(best_isa()));
@@ -181,8 +184,8 @@ HostSettings read_host_settings() {
 
 void print_topology(const Topology& t, const HostSettings& h) {
   std::printf("topology (%s):\n", t.from_hwloc ? "hwloc" : "hwloc unavailable; counts from the C++ runtime");
-  std::printf("  packages %d, physical cores %d, hardware threads %d, SMT %s (control: %s)\n", t.n_packages,
-              t.n_cores, t.n_pus, t.smt() ? "on" : "off", or_unknown(h.smt_control).c_str());
+  std::printf("  packages %d, physical cores %d, hardware threads %d, SMT %s (control: %s)\n", t.n_packages, t.n_cores,
+              t.n_pus, t.smt() ? "on" : "off", or_unknown(h.smt_control).c_str());
   std::printf("  L3 total: %s\n", t.l3_bytes ? human_bytes(static_cast<double>(t.l3_bytes)).c_str() : "unknown");
   std::printf("  NUMA nodes: %zu\n", t.nodes.size());
   for (const NumaNode& n : t.nodes) {
@@ -193,7 +196,8 @@ void print_topology(const Topology& t, const HostSettings& h) {
 
 void print_host(const HostSettings& h) {
   std::printf("host:\n");
-  std::printf("  transparent huge pages: %s (defrag: %s)\n", or_unknown(h.thp).c_str(), or_unknown(h.thp_defrag).c_str());
+  std::printf("  transparent huge pages: %s (defrag: %s)\n", or_unknown(h.thp).c_str(),
+              or_unknown(h.thp_defrag).c_str());
   std::printf("  reserved huge pages: %s total, %s free, page size %s\n", or_unknown(h.huge_total).c_str(),
               or_unknown(h.huge_free).c_str(), or_unknown(h.huge_size).c_str());
   std::printf("  CPU frequency governor: %s\n", or_unknown(h.governor).c_str());
@@ -210,28 +214,34 @@ void print_recommendations(const Topology& t, const HostSettings& h, const CpuFe
               t.smt() ? "; SMT siblings share the vector units and only add contention" : "");
   if (multi_node) {
     const int per_node = t.nodes.front().n_cores;
-    std::printf("  --numa distribute   (one instance over all %zu nodes: weights and KV interleaved)\n", t.nodes.size());
-    std::printf("  or one instance per node: --numa isolate --threads %d, started under\n"
-                "     `numactl --cpunodebind=N --membind=N` for N in 0..%zu\n", per_node, t.nodes.size() - 1);
+    std::printf("  --numa distribute   (one instance over all %zu nodes: weights and KV interleaved)\n",
+                t.nodes.size());
+    std::printf(
+        "  or one instance per node: --numa isolate --threads %d, started under\n"
+        "     `numactl --cpunodebind=N --membind=N` for N in 0..%zu\n",
+        per_node, t.nodes.size() - 1);
   } else {
     std::printf("  --numa none   (a single NUMA node: nothing to bind)\n");
   }
   std::vector<std::string> todo;
   if (h.thp == "never") {
-    todo.push_back("enable transparent huge pages for the KV cache: "
-                   "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled");
+    todo.push_back(
+        "enable transparent huge pages for the KV cache: "
+        "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled");
   }
   if (!h.governor.empty() && h.governor != "performance") {
     todo.push_back("set the CPU frequency governor to performance (now " + h.governor +
                    "): cpupower frequency-set -g performance");
   }
   if (multi_node && h.numa_balancing == "1") {
-    todo.push_back("disable automatic NUMA balancing, which migrates pinned memory: "
-                   "echo 0 > /proc/sys/kernel/numa_balancing");
+    todo.push_back(
+        "disable automatic NUMA balancing, which migrates pinned memory: "
+        "echo 0 > /proc/sys/kernel/numa_balancing");
   }
   if (h.memlock != "unlimited") {
-    todo.push_back("for --mlock, raise the locked-memory limit above the model size (ulimit -l unlimited, "
-                   "or LimitMEMLOCK=infinity in the systemd unit)");
+    todo.push_back(
+        "for --mlock, raise the locked-memory limit above the model size (ulimit -l unlimited, "
+        "or LimitMEMLOCK=infinity in the systemd unit)");
   }
   if (c.amx_tile && c.os_amx && c.amx_grant != "granted") {
     todo.push_back("AMX is present but the kernel refused tile state: use Linux 5.16 or newer");
@@ -302,8 +312,9 @@ Status print_measurements(int n_threads, size_t bandwidth_bytes) {
               fp32.gflops.min, fp32.gflops.max, fp32.isa.c_str());
   const FlopsPeakResult bf16 = measure_bf16_peak(pool);
   if (bf16.gflops.median > 0) {
-    std::printf("  bf16 dot-product peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention over --kv-type bf16)\n",
-                bf16.gflops.median, bf16.gflops.min, bf16.gflops.max, bf16.isa.c_str());
+    std::printf(
+        "  bf16 dot-product peak: %.0f GFLOPS (median; %.0f-%.0f; %s; the limit of attention over --kv-type bf16)\n",
+        bf16.gflops.median, bf16.gflops.min, bf16.gflops.max, bf16.isa.c_str());
   } else {
     std::printf("  bf16 dot-product peak: none (no AVX512_BF16: --kv-type bf16 attention multiplies in float32)\n");
   }

@@ -53,17 +53,28 @@ Status parse(const std::vector<std::string>& args, Args* a) {
     if (i + 1 >= args.size()) return Status::invalid_argument(k + " needs a value");
     const std::string& v = args[++i];
     Status ok;
-    if (k == "--model" || k == "-m") a->model = v;
-    else if (k == "--tokens-json") a->tokens_json = v;
-    else if (k == "--logits-out") a->logits_out = v;
-    else if (k == "--perplexity") a->perplexity = v;
-    else if (k == "--dump-layers") a->dump_dir = v;
-    else if (k == "--kv-type") a->kv_type = v;
-    else if (k == "--isa") a->isa = v;
-    else if (k == "--chunk") ok = parse_int_arg(k, v, 0, kMaxCliTokens, &a->chunk);
-    else if (k == "--ctx") ok = parse_int_arg(k, v, 2, kMaxCliTokens, &a->ctx);
-    else if (k == "--threads" || k == "-t") ok = parse_int_arg(k, v, 0, kMaxCliThreads, &a->threads);
-    else return Status::invalid_argument("unknown option " + k);
+    if (k == "--model" || k == "-m")
+      a->model = v;
+    else if (k == "--tokens-json")
+      a->tokens_json = v;
+    else if (k == "--logits-out")
+      a->logits_out = v;
+    else if (k == "--perplexity")
+      a->perplexity = v;
+    else if (k == "--dump-layers")
+      a->dump_dir = v;
+    else if (k == "--kv-type")
+      a->kv_type = v;
+    else if (k == "--isa")
+      a->isa = v;
+    else if (k == "--chunk")
+      ok = parse_int_arg(k, v, 0, kMaxCliTokens, &a->chunk);
+    else if (k == "--ctx")
+      ok = parse_int_arg(k, v, 2, kMaxCliTokens, &a->ctx);
+    else if (k == "--threads" || k == "-t")
+      ok = parse_int_arg(k, v, 0, kMaxCliThreads, &a->threads);
+    else
+      return Status::invalid_argument("unknown option " + k);
     DS_RETURN_IF_ERROR(ok);
   }
   if (a->model.empty() || (a->perplexity.empty() && (a->tokens_json.empty() || a->logits_out.empty()))) {
@@ -183,7 +194,8 @@ Status eval_perplexity(const Args& a) {
   // Windows of --ctx tokens, each from an empty cache; every token after a window's first is scored.
   for (size_t w0 = 0; w0 + 1 < ids->size(); w0 += static_cast<size_t>(a.ctx)) {
     const size_t w1 = std::min(ids->size(), w0 + static_cast<size_t>(a.ctx));
-    const std::vector<int32_t> win(ids->begin() + static_cast<std::ptrdiff_t>(w0), ids->begin() + static_cast<std::ptrdiff_t>(w1));
+    const std::vector<int32_t> win(ids->begin() + static_cast<std::ptrdiff_t>(w0),
+                                   ids->begin() + static_cast<std::ptrdiff_t>(w1));
     if (win.size() < 2) break;
     DS_RETURN_IF_ERROR(run_tokens(**r, win, step, logits.data(), nullptr));
     for (size_t i = 0; i + 1 < win.size(); ++i) {
@@ -196,8 +208,8 @@ Status eval_perplexity(const Args& a) {
       ++scored;
     }
   }
-  std::printf("perplexity: %.4f over %lld tokens (%zu tokens, window %d)\n", std::exp(nll / static_cast<double>(scored)),
-              static_cast<long long>(scored), ids->size(), a.ctx);
+  std::printf("perplexity: %.4f over %lld tokens (%zu tokens, window %d)\n",
+              std::exp(nll / static_cast<double>(scored)), static_cast<long long>(scored), ids->size(), a.ctx);
   return Status::ok();
 }
 

@@ -73,20 +73,29 @@ Status parse_args(const std::vector<std::string>& args, GenArgs* g) {
     if (i + 1 >= args.size()) return Status::invalid_argument(k + " needs a value");
     const std::string& v = args[++i];
     Status ok;
-    if (k == "--model" || k == "-m") g->eo.model_path = v;
-    else if (k == "--prompt" || k == "-p") { g->prompt = v; g->have_prompt = true; }
-    else if (k == "-n" || k == "--n-predict") ok = parse_int_arg(k, v, 0, kMaxCliTokens, &g->n_gen);
-    else if (k == "--temp") ok = parse_float_arg(k, v, 0.0, 100.0, &g->temp);
+    if (k == "--model" || k == "-m")
+      g->eo.model_path = v;
+    else if (k == "--prompt" || k == "-p") {
+      g->prompt = v;
+      g->have_prompt = true;
+    } else if (k == "-n" || k == "--n-predict")
+      ok = parse_int_arg(k, v, 0, kMaxCliTokens, &g->n_gen);
+    else if (k == "--temp")
+      ok = parse_float_arg(k, v, 0.0, 100.0, &g->temp);
     else if (k == "--seed") {
       int64_t seed = 0;
       ok = parse_int_arg(k, v, 0, INT64_MAX, &seed);
       g->seed = static_cast<uint64_t>(seed);
-    }
-    else if (k == "--threads" || k == "-t") ok = parse_int_arg(k, v, 0, kMaxCliThreads, &g->eo.n_threads);
-    else if (k == "--kv-type") g->eo.kv_type = v;
-    else if (k == "--ctx") ok = parse_int_arg(k, v, 0, kMaxCliTokens, &g->ctx);
-    else if (k == "--isa") g->eo.isa = v;
-    else return Status::invalid_argument("unknown option " + k);
+    } else if (k == "--threads" || k == "-t")
+      ok = parse_int_arg(k, v, 0, kMaxCliThreads, &g->eo.n_threads);
+    else if (k == "--kv-type")
+      g->eo.kv_type = v;
+    else if (k == "--ctx")
+      ok = parse_int_arg(k, v, 0, kMaxCliTokens, &g->ctx);
+    else if (k == "--isa")
+      g->eo.isa = v;
+    else
+      return Status::invalid_argument("unknown option " + k);
     DS_RETURN_IF_ERROR(ok);
   }
   if (g->eo.model_path.empty() || !g->have_prompt) return Status::invalid_argument("needs --model and --prompt");
@@ -142,8 +151,8 @@ Status cmd_generate(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t max_batch = std::max(1, g.eo.max_batch_tokens);
   for (int32_t p = 0; st && p < n_prompt; p += max_batch) {
-    st = step_one(e, std::span<const int32_t>(ids->data() + p, static_cast<size_t>(std::min(max_batch, n_prompt - p))), p,
-                  logits.data());
+    st = step_one(e, std::span<const int32_t>(ids->data() + p, static_cast<size_t>(std::min(max_batch, n_prompt - p))),
+                  p, logits.data());
   }
   const auto t1 = std::chrono::steady_clock::now();
   std::mt19937_64 rng(g.seed);

@@ -18,11 +18,11 @@ namespace {
 // preset's mixture; the per-tensor types are what the loader reads.
 const char* file_type_name(int64_t ft) {
   static const std::map<int64_t, const char*> names = {
-      {0, "F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
-      {10, "Q2_K"}, {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"},
-      {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"}, {19, "IQ2_XXS"}, {20, "IQ2_XS"}, {21, "Q2_K_S"},
-      {22, "IQ3_XS"}, {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"}, {27, "IQ3_M"},
-      {28, "IQ2_S"}, {29, "IQ2_M"}, {30, "IQ4_XS"}, {31, "IQ1_M"}, {32, "BF16"}, {38, "MXFP4_MOE"}};
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},      {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},    {9, "Q5_1"},
+      {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"},   {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"}, {16, "Q5_K_S"},
+      {17, "Q5_K_M"}, {18, "Q6_K"},   {19, "IQ2_XXS"},  {20, "IQ2_XS"}, {21, "Q2_K_S"}, {22, "IQ3_XS"}, {23, "IQ3_XXS"},
+      {24, "IQ1_S"},  {25, "IQ4_NL"}, {26, "IQ3_S"},    {27, "IQ3_M"},  {28, "IQ2_S"},  {29, "IQ2_M"},  {30, "IQ4_XS"},
+      {31, "IQ1_M"},  {32, "BF16"},   {38, "MXFP4_MOE"}};
   auto it = names.find(ft);
   return it == names.end() ? "unknown" : it->second;
 }
@@ -47,12 +47,18 @@ void print_tokenizer(const GgufFile& f) {
     return;
   }
   const GgufValue* merges = f.find("tokenizer.ggml.merges");
-  auto str = [&](const char* k) { auto v = f.get_string_or(k, "-"); return v ? *v : std::string("(bad type)"); };
-  auto num = [&](const char* k) { auto v = f.get_int_or(k, -1); return v ? *v : -2; };
+  auto str = [&](const char* k) {
+    auto v = f.get_string_or(k, "-");
+    return v ? *v : std::string("(bad type)");
+  };
+  auto num = [&](const char* k) {
+    auto v = f.get_int_or(k, -1);
+    return v ? *v : -2;
+  };
   std::printf("tokenizer: model=%s pre=%s tokens=%zu merges=%zu bos=%" PRId64 " eos=%" PRId64 " pad=%" PRId64 "\n",
               str("tokenizer.ggml.model").c_str(), str("tokenizer.ggml.pre").c_str(), toks->array_size(),
-              merges ? merges->array_size() : 0, num("tokenizer.ggml.bos_token_id"),
-              num("tokenizer.ggml.eos_token_id"), num("tokenizer.ggml.padding_token_id"));
+              merges ? merges->array_size() : 0, num("tokenizer.ggml.bos_token_id"), num("tokenizer.ggml.eos_token_id"),
+              num("tokenizer.ggml.padding_token_id"));
   if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->type == GgufValueType::kString) {
     std::printf("chat template: %zu bytes: %s\n", t->str.size(), t->to_string().c_str());
   }
@@ -66,12 +72,18 @@ Status cmd_inspect(const std::vector<std::string>& args) {
       print_usage();
       return Status::ok();
     }
-    if (a == "--metadata") all_meta = true;
-    else if (a == "--no-tensors") tensors = false;
-    else if (a == "--check") check = true;
-    else if (!a.empty() && a[0] == '-') return Status::invalid_argument("unknown option " + a);
-    else if (path.empty()) path = a;
-    else return Status::invalid_argument("more than one file given");
+    if (a == "--metadata")
+      all_meta = true;
+    else if (a == "--no-tensors")
+      tensors = false;
+    else if (a == "--check")
+      check = true;
+    else if (!a.empty() && a[0] == '-')
+      return Status::invalid_argument("unknown option " + a);
+    else if (path.empty())
+      path = a;
+    else
+      return Status::invalid_argument("more than one file given");
   }
   if (path.empty()) return Status::invalid_argument("no FILE given");
 
@@ -114,7 +126,8 @@ Status cmd_inspect(const std::vector<std::string>& args) {
   }
   std::printf("parameters: %.3f M\n", static_cast<double>(n_params) / 1e6);
   std::printf("tensor types:");
-  for (const auto& [name, e] : by_type) std::printf(" %s x%zu (%s)", name.c_str(), e.first, human_bytes(static_cast<double>(e.second)).c_str());
+  for (const auto& [name, e] : by_type)
+    std::printf(" %s x%zu (%s)", name.c_str(), e.first, human_bytes(static_cast<double>(e.second)).c_str());
   std::printf("\n");
   if (tensors) {
     std::printf("tensors:\n  %-40s %-7s %-24s %12s %s\n", "name", "type", "shape", "bytes", "shard");

@@ -20,13 +20,13 @@ struct Measurement {
 };
 
 struct BandwidthOptions {
-  size_t bytes = 0;           // buffer size; 0: max(512 MiB, 8 x total L3) capped at 4 GiB and RAM / 4
+  size_t bytes = 0;  // buffer size; 0: max(512 MiB, 8 x total L3) capped at 4 GiB and RAM / 4
   int repeats = 7;
-  int streams_per_thread = 4; // independent sequential streams each thread reads at once
+  int streams_per_thread = 4;  // independent sequential streams each thread reads at once
 };
 
 struct BandwidthResult {
-  Measurement gbs;            // 1e9 bytes per second, read by all threads together
+  Measurement gbs;  // 1e9 bytes per second, read by all threads together
   size_t bytes = 0;
   int n_threads = 0;
   int streams_per_thread = 0;
@@ -36,19 +36,19 @@ struct BandwidthResult {
 struct PeakOptions {
   double seconds_per_repeat = 0.05;
   int repeats = 5;
-  bool allow_avx512 = true;   // false: measure the AVX2 loop even where AVX-512 exists
+  bool allow_avx512 = true;  // false: measure the AVX2 loop even where AVX-512 exists
 };
 
 struct Int8PeakResult {
-  Measurement gops;           // 1e9 int8 ops per second (a multiply-add counts as 2)
-  std::string isa;            // "avx512_vnni" or "avx2"
+  Measurement gops;  // 1e9 int8 ops per second (a multiply-add counts as 2)
+  std::string isa;   // "avx512_vnni" or "avx2"
   int n_threads = 0;
 };
 
 // A floating-point peak: float32 FMAs (isa "avx512" or "avx2") or bf16 dot products
 // (isa "avx512_bf16", or "none" where the CPU has none).
 struct FlopsPeakResult {
-  Measurement gflops;         // 1e9 flops per second (a multiply-add counts as 2)
+  Measurement gflops;  // 1e9 flops per second (a multiply-add counts as 2)
   std::string isa;
   int n_threads = 0;
 };

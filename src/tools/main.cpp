@@ -47,14 +47,14 @@ static int exit_code(const char* name, const Status& status) {
 
 int main(int argc, char** argv) {
   using namespace ds::cli;
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kExitUsage : kExitOk;
   }
   if (!std::strcmp(argv[1], "--version")) return std::printf("ds-cli %s\n", ds::kVersion), 0;
   for (const auto& c : commands()) {
-    if (std::strcmp(c.name, argv[1]) == 0) return exit_code(c.name, c.fn(std::vector<std::string>(argv + 2, argv + argc)));
+    if (std::strcmp(c.name, argv[1]) == 0)
+      return exit_code(c.name, c.fn(std::vector<std::string>(argv + 2, argv + argc)));
   }
   std::fprintf(stderr, "ds-cli: unknown command '%s'\n\n", argv[1]);
   print_usage(stderr);

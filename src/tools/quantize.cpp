@@ -39,7 +39,9 @@ void print_usage(FILE* out) {
                quant_mix_names());
 }
 
-bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+bool is_float_type(GgmlType t) {
+  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+}
 
 Result<MixModel> mix_model(const GgufFile& in) {
   MixModel m;
@@ -76,8 +78,8 @@ Status quantize_file(const std::string& in_path, const std::string& out_path, Qu
   w.set("general.quantization_version", gguf_u32(2));
   std::vector<GgmlType> types;
   for (const auto& t : in.tensors()) {
-    const GgmlType type = t.type == GgmlType::I32 ? GgmlType::I32
-                                                  : choose_tensor_type(mix, {t.name, t.n_dims, t.ne}, *model, overrides);
+    const GgmlType type =
+        t.type == GgmlType::I32 ? GgmlType::I32 : choose_tensor_type(mix, {t.name, t.n_dims, t.ne}, *model, overrides);
     if (type != GgmlType::I32 && !quantize_supported(type)) {
       return Status::error("tensor '" + t.name + "': ds-cli quantize cannot write " + ggml_type_name(type) +
                            " (the grid i-quants need an importance-matrix search; `ds-cli synth` writes random " +
@@ -140,7 +142,8 @@ Status cmd_quantize(const std::vector<std::string>& args) {
       pos.push_back(args[i]);
     }
   }
-  if (pos.size() != 3) return Status::invalid_argument("wants IN OUT TYPE, got " + std::to_string(pos.size()) + " arguments");
+  if (pos.size() != 3)
+    return Status::invalid_argument("wants IN OUT TYPE, got " + std::to_string(pos.size()) + " arguments");
   QuantMix mix;
   if (!parse_quant_mix(pos[2], &mix)) {
     return Status::invalid_argument("unknown TYPE '" + pos[2] + "' (one of " + quant_mix_names() + ")");
@@ -161,6 +164,7 @@ Status cmd_quantize(const std::vector<std::string>& args) {
 
 }  // namespace
 
-DS_CLI_COMMAND(quantize, "quantize an F32/F16/BF16 GGUF model (Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0)", cmd_quantize);
+DS_CLI_COMMAND(quantize, "quantize an F32/F16/BF16 GGUF model (Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0)",
+               cmd_quantize);
 
 }  // namespace ds::cli

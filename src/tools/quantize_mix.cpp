@@ -15,16 +15,25 @@ struct MixInfo {
   GgmlType base;
 };
 constexpr MixInfo kMixes[] = {
-    {QuantMix::kQ4_K_M, "Q4_K_M", 15, GgmlType::Q4_K}, {QuantMix::kQ5_K_S, "Q5_K_S", 16, GgmlType::Q5_K},
-    {QuantMix::kQ3_K_M, "Q3_K_M", 12, GgmlType::Q3_K}, {QuantMix::kQ2_K, "Q2_K", 10, GgmlType::Q2_K},
-    {QuantMix::kQ8_0, "Q8_0", 7, GgmlType::Q8_0},       {QuantMix::kQ4_0, "Q4_0", 2, GgmlType::Q4_0},
-    {QuantMix::kF16, "F16", 1, GgmlType::F16},          {QuantMix::kBF16, "BF16", 32, GgmlType::BF16},
+    {QuantMix::kQ4_K_M, "Q4_K_M", 15, GgmlType::Q4_K},
+    {QuantMix::kQ5_K_S, "Q5_K_S", 16, GgmlType::Q5_K},
+    {QuantMix::kQ3_K_M, "Q3_K_M", 12, GgmlType::Q3_K},
+    {QuantMix::kQ2_K, "Q2_K", 10, GgmlType::Q2_K},
+    {QuantMix::kQ8_0, "Q8_0", 7, GgmlType::Q8_0},
+    {QuantMix::kQ4_0, "Q4_0", 2, GgmlType::Q4_0},
+    {QuantMix::kF16, "F16", 1, GgmlType::F16},
+    {QuantMix::kBF16, "BF16", 32, GgmlType::BF16},
     {QuantMix::kF32, "F32", 0, GgmlType::F32},
-    {QuantMix::kIQ1_S, "IQ1_S", 24, GgmlType::IQ1_S},     {QuantMix::kIQ1_M, "IQ1_M", 31, GgmlType::IQ1_M},
-    {QuantMix::kIQ2_XXS, "IQ2_XXS", 19, GgmlType::IQ2_XXS}, {QuantMix::kIQ2_XS, "IQ2_XS", 20, GgmlType::IQ2_XS},
-    {QuantMix::kIQ2_S, "IQ2_S", 28, GgmlType::IQ2_S},     {QuantMix::kIQ3_XXS, "IQ3_XXS", 23, GgmlType::IQ3_XXS},
-    {QuantMix::kIQ3_S, "IQ3_S", 26, GgmlType::IQ3_S},     {QuantMix::kIQ4_NL, "IQ4_NL", 25, GgmlType::IQ4_NL},
-    {QuantMix::kIQ4_XS, "IQ4_XS", 30, GgmlType::IQ4_XS},  {QuantMix::kMXFP4_MOE, "MXFP4_MOE", 38, GgmlType::MXFP4},
+    {QuantMix::kIQ1_S, "IQ1_S", 24, GgmlType::IQ1_S},
+    {QuantMix::kIQ1_M, "IQ1_M", 31, GgmlType::IQ1_M},
+    {QuantMix::kIQ2_XXS, "IQ2_XXS", 19, GgmlType::IQ2_XXS},
+    {QuantMix::kIQ2_XS, "IQ2_XS", 20, GgmlType::IQ2_XS},
+    {QuantMix::kIQ2_S, "IQ2_S", 28, GgmlType::IQ2_S},
+    {QuantMix::kIQ3_XXS, "IQ3_XXS", 23, GgmlType::IQ3_XXS},
+    {QuantMix::kIQ3_S, "IQ3_S", 26, GgmlType::IQ3_S},
+    {QuantMix::kIQ4_NL, "IQ4_NL", 25, GgmlType::IQ4_NL},
+    {QuantMix::kIQ4_XS, "IQ4_XS", 30, GgmlType::IQ4_XS},
+    {QuantMix::kMXFP4_MOE, "MXFP4_MOE", 38, GgmlType::MXFP4},
 };
 
 const MixInfo& info(QuantMix m) {
@@ -34,7 +43,9 @@ const MixInfo& info(QuantMix m) {
   return kMixes[0];
 }
 
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
 
 // Layer index from "blk.N.", or -1.
 int64_t layer_of(std::string_view name) {
@@ -56,10 +67,19 @@ GgmlType fallback(GgmlType t, int64_t row) {
   if (row % tr.block_size == 0) return t;
   GgmlType f = GgmlType::F16;
   switch (t) {
-    case GgmlType::Q4_K: f = GgmlType::Q5_0; break;
-    case GgmlType::Q5_K: f = GgmlType::Q5_1; break;
-    case GgmlType::Q6_K: f = GgmlType::Q8_0; break;
-    case GgmlType::Q2_K: case GgmlType::Q3_K: f = GgmlType::Q4_0; break;
+    case GgmlType::Q4_K:
+      f = GgmlType::Q5_0;
+      break;
+    case GgmlType::Q5_K:
+      f = GgmlType::Q5_1;
+      break;
+    case GgmlType::Q6_K:
+      f = GgmlType::Q8_0;
+      break;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+      f = GgmlType::Q4_0;
+      break;
     default:
       if (ggml_type_is_iquant(t)) f = GgmlType::IQ4_NL;
       break;
@@ -82,18 +102,29 @@ bool parse_quant_mix(std::string_view name, QuantMix* out) {
   return false;
 }
 
-const char* quant_mix_name(QuantMix m) { return info(m).name; }
+const char* quant_mix_name(QuantMix m) {
+  return info(m).name;
+}
 const char* quant_mix_names() {
   return "Q4_K_M, Q5_K_S, Q3_K_M, Q2_K, Q8_0, Q4_0, F16, BF16, F32, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, "
          "IQ3_S, IQ4_NL, IQ4_XS, MXFP4_MOE (alias MXFP4)";
 }
-uint32_t quant_mix_file_type(QuantMix m) { return info(m).file_type; }
+uint32_t quant_mix_file_type(QuantMix m) {
+  return info(m).file_type;
+}
 
 bool quant_mix_quantizable(QuantMix m) {
   switch (m) {
-    case QuantMix::kIQ1_S: case QuantMix::kIQ1_M: case QuantMix::kIQ2_XXS: case QuantMix::kIQ2_XS:
-    case QuantMix::kIQ2_S: case QuantMix::kIQ3_XXS: case QuantMix::kIQ3_S: return false;
-    default: return true;
+    case QuantMix::kIQ1_S:
+    case QuantMix::kIQ1_M:
+    case QuantMix::kIQ2_XXS:
+    case QuantMix::kIQ2_XS:
+    case QuantMix::kIQ2_S:
+    case QuantMix::kIQ3_XXS:
+    case QuantMix::kIQ3_S:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -143,8 +174,8 @@ GgmlType mixture_type(QuantMix mix, const MixTensor& t, const MixModel& m) {
   if (ggml_type_is_iquant(base)) return iquant_rule(mix, base, name, m);
 
   GgmlType type = base;
-  const bool k_mix = mix == QuantMix::kQ4_K_M || mix == QuantMix::kQ5_K_S || mix == QuantMix::kQ3_K_M ||
-                     mix == QuantMix::kQ2_K;
+  const bool k_mix =
+      mix == QuantMix::kQ4_K_M || mix == QuantMix::kQ5_K_S || mix == QuantMix::kQ3_K_M || mix == QuantMix::kQ2_K;
   const int64_t il = layer_of(name);
   const bool more_bits = il >= 0 && use_more_bits(il, m.n_layer);
   if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {

@@ -42,8 +42,25 @@
 namespace ds::cli {
 
 enum class QuantMix {
-  kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_S, kQ3_K_M, kQ2_K,
-  kIQ1_S, kIQ1_M, kIQ2_XXS, kIQ2_XS, kIQ2_S, kIQ3_XXS, kIQ3_S, kIQ4_NL, kIQ4_XS, kMXFP4_MOE,
+  kF32,
+  kF16,
+  kBF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_K_M,
+  kQ5_K_S,
+  kQ3_K_M,
+  kQ2_K,
+  kIQ1_S,
+  kIQ1_M,
+  kIQ2_XXS,
+  kIQ2_XS,
+  kIQ2_S,
+  kIQ3_XXS,
+  kIQ3_S,
+  kIQ4_NL,
+  kIQ4_XS,
+  kMXFP4_MOE,
 };
 
 // "Q4_K_M", "q4_k_m", "F16", ...; false when unknown.

@@ -38,9 +38,9 @@ Status stream_tensor(GgufWriter* w, const StreamTensor& t, const RowSource& sour
       for (int64_t r = a; r < b; ++r, fr += t.n_per_row) {
         for (int64_t i = 0; i < t.n_per_row; ++i) {
           if (!std::isfinite(fr[i])) {
-            status[static_cast<size_t>(ith)] = Status::error(
-                "tensor '" + t.name + "' row " + std::to_string(r0 + r) + " element " + std::to_string(i) +
-                " is not finite (" + std::to_string(fr[i]) + ")");
+            status[static_cast<size_t>(ith)] =
+                Status::error("tensor '" + t.name + "' row " + std::to_string(r0 + r) + " element " +
+                              std::to_string(i) + " is not finite (" + std::to_string(fr[i]) + ")");
             return;
           }
         }

@@ -151,7 +151,8 @@ void print_plan(const std::vector<SynthTensor>& tensors, const std::vector<GgmlT
   }
   std::printf("tensors: %zu\nparameters: %.0f\nfile size: %" PRIu64 " bytes (%s)\n", tensors.size(), params, size,
               human_bytes(static_cast<double>(size)).c_str());
-  for (const auto& [name, e] : by_type) std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
+  for (const auto& [name, e] : by_type)
+    std::printf("type %s: %d tensors, %.0f elements\n", name.c_str(), e.first, e.second);
 }
 
 // A grid i-quant tensor: random valid blocks (synth_blocks.h), row r seeded by (tensor, r),
@@ -191,7 +192,8 @@ Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const Sy
   if (t.init == SynthInit::kExpertIds) {  // row v: experts (v * K + k) mod n_expert, distinct for K <= n_expert
     std::vector<int32_t> row(static_cast<size_t>(t.ne[0]));
     for (int64_t r = 0; r < n_rows; ++r) {
-      for (int64_t k = 0; k < t.ne[0]; ++k) row[static_cast<size_t>(k)] = static_cast<int32_t>((r * t.ne[0] + k) % n_expert);
+      for (int64_t k = 0; k < t.ne[0]; ++k)
+        row[static_cast<size_t>(k)] = static_cast<int32_t>((r * t.ne[0] + k) % n_expert);
       DS_RETURN_IF_ERROR(w->write_data(row.data(), row.size() * sizeof(int32_t)));
     }
     return Status::ok();
@@ -201,9 +203,14 @@ Status write_tensor(GgufWriter* w, const SynthTensor& t, GgmlType type, const Sy
     for (int64_t r = 0; r < nr; ++r) {
       float* row = out + r * t.ne[0];
       switch (t.init) {
-        case SynthInit::kOnes: std::fill(row, row + t.ne[0], 1.0f); break;
-        case SynthInit::kRopeFreqs: fill_rope_freqs(rope_base, row, t.ne[0]); break;
-        case SynthInit::kExpertIds: break;  // written above
+        case SynthInit::kOnes:
+          std::fill(row, row + t.ne[0], 1.0f);
+          break;
+        case SynthInit::kRopeFreqs:
+          fill_rope_freqs(rope_base, row, t.ne[0]);
+          break;
+        case SynthInit::kExpertIds:
+          break;  // written above
         case SynthInit::kNormal: {
           uint64_t s = tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull;
           fill_normal(splitmix64(&s), t.stddev, row, t.ne[0]);
@@ -253,10 +260,10 @@ Status synth_model(const SynthOptions& o) {
   const MixModel model{synth_int(w, arch + ".block_count", 0), synth_int(w, arch + ".expert_count", 0), true};
   std::vector<GgmlType> types;
   for (const auto& t : *tensors) {
-    types.push_back(t.init == SynthInit::kExpertIds
-                        ? GgmlType::I32
-                        : choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model,
-                                             o.overrides));
+    types.push_back(
+        t.init == SynthInit::kExpertIds
+            ? GgmlType::I32
+            : choose_tensor_type(o.mix, {t.name, static_cast<uint32_t>(t.ne.size()), t.ne.data()}, model, o.overrides));
     DS_RETURN_IF_ERROR(w.add_tensor(t.name, types.back(), t.ne));
   }
   const uint64_t size = w.file_size();
@@ -307,16 +314,19 @@ Status parse_args(const std::vector<std::string>& args, SynthOptions* o, bool* h
     if (i + 1 >= args.size()) return Status::invalid_argument(a + " needs a value");
     const std::string& v = args[++i];
     char* end = nullptr;
-    if (a == "--shape") o->shape = v;
-    else if (a == "--out") o->out = v;
-    else if (a == "--vocab") o->vocab = v;
-    else if (a == "--set") o->sets.push_back(v);
+    if (a == "--shape")
+      o->shape = v;
+    else if (a == "--out")
+      o->out = v;
+    else if (a == "--vocab")
+      o->vocab = v;
+    else if (a == "--set")
+      o->sets.push_back(v);
     else if (a == "--tensor-type") {
       TypeOverride t;
       DS_RETURN_IF_ERROR(parse_type_override(v, &t));
       o->overrides.push_back(std::move(t));
-    }
-    else if (a == "--type" && !parse_quant_mix(v, &o->mix)) {
+    } else if (a == "--type" && !parse_quant_mix(v, &o->mix)) {
       return Status::invalid_argument("unknown --type '" + v + "' (one of " + quant_mix_names() + ")");
     } else if (a == "--layers" || a == "--seed" || a == "--threads") {
       const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
@@ -324,9 +334,12 @@ Status parse_args(const std::vector<std::string>& args, SynthOptions* o, bool* h
       if (v.empty() || *end || v[0] == '-' || n > hi || (a != "--seed" && n == 0)) {
         return Status::invalid_argument("bad " + a + " value '" + v + "'");
       }
-      if (a == "--layers") o->n_layers = static_cast<int64_t>(n);
-      else if (a == "--seed") o->seed = n;
-      else o->n_threads = static_cast<int>(n);
+      if (a == "--layers")
+        o->n_layers = static_cast<int64_t>(n);
+      else if (a == "--seed")
+        o->seed = n;
+      else
+        o->n_threads = static_cast<int>(n);
     }
   }
   if (o->shape.empty()) return Status::invalid_argument("needs --shape");

@@ -52,8 +52,10 @@ constexpr DenseShape kTinyQwen2{"qwen2", 256, 3, 4, 2, 512, 0, 4096, 1000000.0f,
 constexpr DenseShape kQwen15B{"qwen2", 1536, 28, 12, 2, 8960, 151936, 131072, 10000.0f, 1e-6f, nullptr, 0.0f, false};
 constexpr DenseShape kLlama8B{"llama", 4096, 32, 32, 8, 14336, 128256, 131072, 500000.0f, 1e-5f, nullptr, 0.0f, true};
 // DeepSeek-R1-0528-Qwen3-8B (config.json: YaRN x4 from 32768) and DeepSeek-MoE 16B.
-constexpr DenseShape kR1Qwen3_8B{"qwen3", 4096, 36, 32, 8, 12288, 151936, 131072, 1000000.0f, 1e-6f, "yarn", 4.0f, false};
-constexpr DenseShape kDsMoe16B{"deepseek", 2048, 28, 16, 16, 10944, 102400, 4096, 10000.0f, 1e-6f, nullptr, 0.0f, false};
+constexpr DenseShape kR1Qwen3_8B{"qwen3", 4096,       36,    32,     8,    12288, 151936,
+                                 131072,  1000000.0f, 1e-6f, "yarn", 4.0f, false};
+constexpr DenseShape kDsMoe16B{"deepseek", 2048,     28,    16,      16,   10944, 102400,
+                               4096,       10000.0f, 1e-6f, nullptr, 0.0f, false};
 
 // The MoE keys of a `deepseek` (V1) shape: softmax routing, no normalization (fixed by the
 // architecture, so no keys for them).
@@ -64,44 +66,52 @@ struct DenseMoe {
 };
 constexpr DenseMoe kDenseMoes[] = {{&kDsMoe16B, 64, 6, 2, 1408, 1, 1.0f}};
 
-constexpr MlaShape kTinyDsv2{256, 3, 4, 512, 0, 256, 64, 32, 64, 8, 2, 2, 256, 1, 0, 4096,
-                             1, false, 1.0f, 0, 0, 40.0f, 0.0707f};
-constexpr MlaShape kTinyDsv3{256, 4, 4, 512, 256, 256, 64, 32, 64, 16, 4, 1, 256, 1, 0, 4096,
-                             2, true, 2.5f, 0, 0, 40.0f, 0.1f};
-constexpr MlaShape kV2Lite{2048, 27, 16, 10944, 0, 512, 128, 64, 128, 64, 6, 2, 1408, 1, 102400, 163840,
-                           1, false, 1.0f, 0, 0, 40.0f, 0.0707f};
-constexpr MlaShape kV3{7168, 61, 128, 18432, 1536, 512, 128, 64, 128, 256, 8, 1, 2048, 3, 129280, 163840,
-                       2, true, 2.5f, 8, 4, 40.0f, 0.1f};
+constexpr MlaShape kTinyDsv2{256, 3, 4, 512,  0, 256,   64,   32, 64, 8,     2,      2,
+                             256, 1, 0, 4096, 1, false, 1.0f, 0,  0,  40.0f, 0.0707f};
+constexpr MlaShape kTinyDsv3{256, 4, 4, 512,  256, 256,  64,   32, 64, 16,    4,   1,
+                             256, 1, 0, 4096, 2,   true, 2.5f, 0,  0,  40.0f, 0.1f};
+constexpr MlaShape kV2Lite{2048, 27, 16,     10944,  0, 512,   128,  64, 128, 64,    6,      2,
+                           1408, 1,  102400, 163840, 1, false, 1.0f, 0,  0,   40.0f, 0.0707f};
+constexpr MlaShape kV3{7168, 61, 128,    18432,  1536, 512,  128,  64, 128, 256,   8,   1,
+                       2048, 3,  129280, 163840, 2,    true, 2.5f, 8,  4,   40.0f, 0.1f};
 // DeepSeek-V3.2(-Exp): the V3 shape plus a 64 x 128 indexer selecting 2048 tokens. The MTP
 // block real files store after the trunk is left out (--set nextn_predict_layers=1 adds one,
 // counted in block_count as real files do).
-constexpr MlaShape kV32{7168, 61, 128, 18432, 1536, 512, 128, 64, 128, 256, 8, 1, 2048, 3, 129280, 163840,
-                        2, true, 2.5f, 8, 4, 40.0f, 0.1f, "deepseek32", 64, 128, 2048};
-constexpr MlaShape kMoeBench{2048, 6, 16, 10944, 768, 512, 128, 64, 128, 64, 6, 2, 1408, 1, 102400, 163840,
-                             2, true, 2.5f, 0, 0, 40.0f, 0.1f};
+constexpr MlaShape kV32{7168,   61,     128, 18432, 1536, 512, 128, 64,    128,  256,          8,  1,   2048, 3,
+                        129280, 163840, 2,   true,  2.5f, 8,   4,   40.0f, 0.1f, "deepseek32", 64, 128, 2048};
+constexpr MlaShape kMoeBench{2048, 6, 16,     10944,  768, 512,  128,  64, 128, 64,    6,   2,
+                             1408, 1, 102400, 163840, 2,   true, 2.5f, 0,  0,   40.0f, 0.1f};
 
 // V4-Flash (SPEC-deepseek32-deepseek4.md section 7): 43 blocks, E 4096, 64 heads x 512,
 // window 128, 8 output groups x 1024, indexer 64 x 128 top-512, 256 experts top-6.
-constexpr V4Shape kV4Flash{4096, 43, 64, 512, 64, 1024, 8, 1024, 128, 64, 128, 512, 256, 6, 1, 2048, 3, 129280, 1048576};
+constexpr V4Shape kV4Flash{4096, 43,  64,  512, 64, 1024, 8, 1024,   128,    64,
+                           128,  512, 256, 6,   1,  2048, 3, 129280, 1048576};
 
 const ShapeDef kShapes[] = {
     {{"tiny-llama", "llama, 4 layers, embd 256, GQA 4/2, linear RoPE x4 (deepseek-coder style)"}, &kTinyLlama, nullptr},
     {{"tiny-qwen2", "qwen2, 3 layers, embd 256, GQA 4/2, q/k/v biases, RoPE base 1e6"}, &kTinyQwen2, nullptr},
     {{"tiny-dsv2", "deepseek2 V2-Lite style: no q_lora, 8 experts top-2 softmax, 2 shared, YaRN"}, nullptr, &kTinyDsv2},
-    {{"tiny-dsv3", "deepseek2 V3 style: q_lora, 16 experts top-4 sigmoid + bias, norm, x2.5, YaRN"}, nullptr, &kTinyDsv3},
+    {{"tiny-dsv3", "deepseek2 V3 style: q_lora, 16 experts top-4 sigmoid + bias, norm, x2.5, YaRN"},
+     nullptr,
+     &kTinyDsv3},
     {{"r1-distill-qwen-1.5b", "qwen2, DeepSeek-R1-Distill-Qwen-1.5B dimensions"}, &kQwen15B, nullptr},
     {{"r1-distill-llama-8b", "llama, DeepSeek-R1-Distill-Llama-8B dimensions (rope_freqs)"}, &kLlama8B, nullptr},
     {{"v2-lite", "deepseek2, DeepSeek-V2-Lite dimensions (64 experts of 1408, top-6)"}, nullptr, &kV2Lite},
     {{"v3", "deepseek2, DeepSeek-V3/R1 dimensions (671B; use --layers)"}, nullptr, &kV3},
-    {{"v3.2", "deepseek32, DeepSeek-V3.2 dimensions: V3 + lightning indexer 64x128, top-2048 (use --layers)"}, nullptr,
+    {{"v3.2", "deepseek32, DeepSeek-V3.2 dimensions: V3 + lightning indexer 64x128, top-2048 (use --layers)"},
+     nullptr,
      &kV32},
     {{"moe-bench", "deepseek2 benchmark MoE: 6 layers, q_lora 768, 64 experts top-6 sigmoid"}, nullptr, &kMoeBench},
     {{"deepseek-moe-16b", "deepseek (V1 MoE), DeepSeek-MoE 16B dimensions (MHA, 64 experts of 1408, top-6, 2 shared)"},
-     &kDsMoe16B, nullptr},
-    {{"r1-0528-qwen3-8b", "qwen3, DeepSeek-R1-0528-Qwen3-8B dimensions (GQA 32/8, q/k norms, YaRN x4)"}, &kR1Qwen3_8B,
+     &kDsMoe16B,
      nullptr},
-    {{"v4-flash", "deepseek4, DeepSeek-V4-Flash dimensions (43 layers, 256 experts top-6; use --layers)"}, nullptr,
-     nullptr, &kV4Flash},
+    {{"r1-0528-qwen3-8b", "qwen3, DeepSeek-R1-0528-Qwen3-8B dimensions (GQA 32/8, q/k norms, YaRN x4)"},
+     &kR1Qwen3_8B,
+     nullptr},
+    {{"v4-flash", "deepseek4, DeepSeek-V4-Flash dimensions (43 layers, 256 experts top-6; use --layers)"},
+     nullptr,
+     nullptr,
+     &kV4Flash},
 };
 
 void put_dense(const DenseShape& s, GgufWriter* w) {
@@ -258,9 +268,12 @@ Result<GgufValue> parse_as(GgufValueType t, std::string_view key, std::string_vi
   double f = 0.0;
   const std::string what = "--set " + std::string(key) + "=" + std::string(text) + ": ";
   switch (t) {
-    case GgufValueType::kString: v.str = std::string(text); return v;
+    case GgufValueType::kString:
+      v.str = std::string(text);
+      return v;
     case GgufValueType::kBool:
-      if (text != "true" && text != "false" && text != "1" && text != "0") return Status::error(what + "expected true or false");
+      if (text != "true" && text != "false" && text != "1" && text != "0")
+        return Status::error(what + "expected true or false");
       v.i = v.u = (text == "true" || text == "1") ? 1 : 0;
       return v;
     case GgufValueType::kFloat32:
@@ -268,15 +281,18 @@ Result<GgufValue> parse_as(GgufValueType t, std::string_view key, std::string_vi
       if (!parse_f64(text, &f)) return Status::error(what + "expected a number");
       v.f = f;
       return v;
-    case GgufValueType::kArray: return Status::error(what + "arrays cannot be set from the command line");
-    default: break;
+    case GgufValueType::kArray:
+      return Status::error(what + "arrays cannot be set from the command line");
+    default:
+      break;
   }
   if (!parse_i64(text, &i)) return Status::error(what + "expected an integer");
   const bool is_unsigned = t == GgufValueType::kUint8 || t == GgufValueType::kUint16 || t == GgufValueType::kUint32 ||
                            t == GgufValueType::kUint64;
   if (is_unsigned && i < 0) return Status::error(what + "expected a non-negative integer");
   if ((t == GgufValueType::kUint32 && i > std::numeric_limits<uint32_t>::max()) ||
-      (t == GgufValueType::kInt32 && (i > std::numeric_limits<int32_t>::max() || i < std::numeric_limits<int32_t>::min()))) {
+      (t == GgufValueType::kInt32 &&
+       (i > std::numeric_limits<int32_t>::max() || i < std::numeric_limits<int32_t>::min()))) {
     return Status::error(what + "out of range for a 32-bit value");
   }
   v.i = i;
@@ -299,9 +315,12 @@ Status synth_shape_metadata(std::string_view shape, GgufWriter* w, bool* rope_fr
   for (const auto& s : kShapes) {
     if (shape != s.info.name) continue;
     *rope_freqs = s.dense && s.dense->rope_freqs;
-    if (s.dense) put_dense(*s.dense, w);
-    else if (s.v4) put_v4(*s.v4, w);
-    else put_mla(*s.mla, w);
+    if (s.dense)
+      put_dense(*s.dense, w);
+    else if (s.v4)
+      put_v4(*s.v4, w);
+    else
+      put_mla(*s.mla, w);
     return Status::ok();
   }
   std::string names;
@@ -339,10 +358,14 @@ Status synth_apply_override(GgufWriter* w, std::string_view assignment) {
   } else {
     int64_t i = 0;
     double f = 0.0;
-    if (text == "true" || text == "false") t = GgufValueType::kBool;
-    else if (parse_i64(text, &i)) t = i < 0 ? GgufValueType::kInt32 : GgufValueType::kUint32;
-    else if (parse_f64(text, &f)) t = GgufValueType::kFloat32;
-    else t = GgufValueType::kString;
+    if (text == "true" || text == "false")
+      t = GgufValueType::kBool;
+    else if (parse_i64(text, &i))
+      t = i < 0 ? GgufValueType::kInt32 : GgufValueType::kUint32;
+    else if (parse_f64(text, &f))
+      t = GgufValueType::kFloat32;
+    else
+      t = GgufValueType::kString;
     if (t == GgufValueType::kUint32 && i > std::numeric_limits<uint32_t>::max()) t = GgufValueType::kUint64;
     if (t == GgufValueType::kInt32 && i < std::numeric_limits<int32_t>::min()) t = GgufValueType::kInt64;
   }

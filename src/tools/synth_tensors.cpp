@@ -31,7 +31,9 @@ void add(std::vector<SynthTensor>* out, std::string name, std::vector<int64_t> n
   out->push_back({std::move(name), std::move(ne), init, 0.02f});
 }
 
-std::string blk(int64_t il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
+std::string blk(int64_t il, const char* what) {
+  return "blk." + std::to_string(il) + "." + what;
+}
 
 // The MoE FFN of a deepseek (V1) block: router, routed experts, shared experts.
 struct DenseMoeKeys {

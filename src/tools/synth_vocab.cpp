@@ -23,9 +23,12 @@ const char* const kChatTemplate =
     "{% for m in messages %}"
     "{% if m['role'] == 'user' %}{{ '<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + m['content'] }}"
     "{% elif m['role'] == 'assistant' %}"
-    "{{ '<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>' + m['content'] + '<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>' }}"
+    "{{ '<\xEF\xBD\x9C"
+    "Assistant\xEF\xBD\x9C>' + m['content'] + '<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>' }}"
     "{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>' }}{% endif %}";
+    "{% if add_generation_prompt %}{{ '<\xEF\xBD\x9C"
+    "Assistant\xEF\xBD\x9C>' }}{% endif %}";
 
 Result<int64_t> copy_tokenizer(GgufWriter* w, const std::string& path) {
   auto f = GgufFile::open(path);
@@ -56,10 +59,19 @@ Result<int64_t> synth_tokenizer(GgufWriter* w, const std::string& vocab_path, in
     types.push_back(type);
     return static_cast<uint32_t>(v.tokens.size() - 1);
   };
-  const uint32_t bos = special("<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", kTypeControl);
-  const uint32_t eos = special("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", kTypeControl);
+  const uint32_t bos = special(
+      "<\xEF\xBD\x9C"
+      "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+      kTypeControl);
+  const uint32_t eos = special(
+      "<\xEF\xBD\x9C"
+      "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+      kTypeControl);
   special("<\xEF\xBD\x9CUser\xEF\xBD\x9C>", kTypeUserDefined);
-  special("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>", kTypeUserDefined);
+  special(
+      "<\xEF\xBD\x9C"
+      "Assistant\xEF\xBD\x9C>",
+      kTypeUserDefined);
   special("<think>", kTypeUserDefined);
   special("</think>", kTypeUserDefined);
   for (int64_t i = static_cast<int64_t>(v.tokens.size()); i < pad_to; ++i) {

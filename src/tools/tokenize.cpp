@@ -34,8 +34,10 @@ std::string escape_piece(const std::string& bytes) {
     const auto c = static_cast<unsigned char>(bytes[i]);
     const char* escape = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\\' ? "\\\\" : nullptr;
     if (escape || (c >= 0x20 && c < 0x7F)) {
-      if (escape) out += escape;
-      else out += static_cast<char>(c);
+      if (escape)
+        out += escape;
+      else
+        out += static_cast<char>(c);
       ++i;
       continue;
     }

@@ -22,11 +22,16 @@ std::string escape_for_display(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c < 0x20 || c == 0x7F) out += str_format("\\x%02X", c);
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c < 0x20 || c == 0x7F)
+      out += str_format("\\x%02X", c);
+    else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -43,7 +48,9 @@ std::vector<std::string> str_split(std::string_view s, char sep) {
   return out;
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }

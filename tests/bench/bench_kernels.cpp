@@ -72,11 +72,18 @@ void bench_matmul_on(benchmark::State& state, const ds::KernelTable* kt, GgmlTyp
   const size_t mat_bytes = p.w.size() / static_cast<size_t>(copies);
   int copy = 0;
   auto run = [&](int64_t r0, int64_t r1) {
-    const ds::MatmulArgs args{.wtype = t, .w = p.w.data() + mat_bytes * static_cast<size_t>(copy), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
-                .row_begin = r0, .row_end = r1, .act = p.act.data(),
-                .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok, .out = out,
-                .out_stride = n_out,
-                .w_panels = packed ? p.packed.data() + mat_bytes * static_cast<size_t>(copy) : nullptr};
+    const ds::MatmulArgs args{.wtype = t,
+                              .w = p.w.data() + mat_bytes * static_cast<size_t>(copy),
+                              .w_row_stride = ds::ggml_row_size(t, n_in),
+                              .n_in = n_in,
+                              .row_begin = r0,
+                              .row_end = r1,
+                              .act = p.act.data(),
+                              .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in),
+                              .n_tok = n_tok,
+                              .out = out,
+                              .out_stride = n_out,
+                              .w_panels = packed ? p.packed.data() + mat_bytes * static_cast<size_t>(copy) : nullptr};
     kt->matmul(args);
   };
   for (auto _ : state) {
@@ -91,7 +98,8 @@ void bench_matmul_on(benchmark::State& state, const ds::KernelTable* kt, GgmlTyp
     copy = (copy + 1) % copies;
   }
   const double iters = static_cast<double>(state.iterations());
-  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(mat_bytes) * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(mat_bytes) * iters / 1e9, benchmark::Counter::kIsRate);
   state.counters["GOPS"] =
       benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * iters / 1e9, benchmark::Counter::kIsRate);
 }
@@ -155,17 +163,42 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
                         .elem_offset = 0};
     if (mla) {
       const float* qq = q.data() + q0 * n_head * 576;
-      kt->mla_attn({.n_head = n_head, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = n, .q_abs = qq,
-                    .q_pe = qq + 512, .q_tok_stride = n_head * 576, .q_head_stride = 576, .q_pos = pos.data() + q0,
-                    .kv = kv, .out = out.data() + q0 * n_head * 512, .out_tok_stride = n_head * 512,
-                    .out_head_stride = 512, .head_begin = hb, .head_end = he});
+      kt->mla_attn({.n_head = n_head,
+                    .kv_lora = 512,
+                    .n_rope = 64,
+                    .scale = 0.07f,
+                    .n_q = n,
+                    .q_abs = qq,
+                    .q_pe = qq + 512,
+                    .q_tok_stride = n_head * 576,
+                    .q_head_stride = 576,
+                    .q_pos = pos.data() + q0,
+                    .kv = kv,
+                    .out = out.data() + q0 * n_head * 512,
+                    .out_tok_stride = n_head * 512,
+                    .out_head_stride = 512,
+                    .head_begin = hb,
+                    .head_end = he});
     } else {
       ds::KvView v = kv;
       v.elem_offset = 2 * 128 * 2;
-      kt->flash_attn({.n_head = n_head, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.088f, .n_q = n,
-                      .q = q.data() + q0 * n_head * 128, .q_tok_stride = n_head * 128, .q_head_stride = 128,
-                      .q_pos = pos.data() + q0, .k = kv, .v = v, .out = out.data() + q0 * n_head * 128,
-                      .out_tok_stride = n_head * 128, .out_head_stride = 128, .head_begin = hb, .head_end = he});
+      kt->flash_attn({.n_head = n_head,
+                      .n_head_kv = 2,
+                      .d_k = 128,
+                      .d_v = 128,
+                      .scale = 0.088f,
+                      .n_q = n,
+                      .q = q.data() + q0 * n_head * 128,
+                      .q_tok_stride = n_head * 128,
+                      .q_head_stride = 128,
+                      .q_pos = pos.data() + q0,
+                      .k = kv,
+                      .v = v,
+                      .out = out.data() + q0 * n_head * 128,
+                      .out_tok_stride = n_head * 128,
+                      .out_head_stride = 128,
+                      .head_begin = hb,
+                      .head_end = he});
     }
   };
   for (auto _ : state) {
@@ -178,19 +211,19 @@ void bench_attention(benchmark::State& state, ds::Isa isa, bool mla, int64_t ctx
   double rows = 0.0;  // (query, KV row) pairs
   for (int32_t p : pos) rows += p + 1.0;
   const double flops = 2.0 * n_head * rows * (mla ? 576 + 512 : 256) * layers;
-  state.counters["GFLOPS"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
-  state.counters["GBps"] = benchmark::Counter(static_cast<double>(row) * static_cast<double>(ctx) * layers *
-                                                  static_cast<double>(state.iterations()) / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GBps"] = benchmark::Counter(
+      static_cast<double>(row) * static_cast<double>(ctx) * layers * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
 }
 
 void register_all() {
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
     for (bool mla : {true, false})
       for (int64_t ctx : {512, 4096, 16384}) {
-        const std::string name = std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" +
-                                 std::to_string(ctx);
+        const std::string name =
+            std::string("ATTN/") + ds::isa_name(isa) + (mla ? "/mla" : "/gqa") + "/f16/ctx:" + std::to_string(ctx);
         benchmark::RegisterBenchmark(name.c_str(), bench_attention, isa, mla, ctx, 1, 1, 1, GgmlType::F16)
             ->Unit(benchmark::kMicrosecond);
         // The heads in two calls, as a one-sequence decode step on 2 threads runs them.
@@ -231,11 +264,11 @@ void register_all() {
                                      bench_attention, isa, mla, ctx, 512, 1, 1, GgmlType::BF16)
             ->Unit(benchmark::kMillisecond);
       }
-  const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
-                            GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,  GgmlType::Q2_K,
-                            GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ1_S, GgmlType::IQ1_M,
+  const GgmlType types[] = {GgmlType::Q4_K,    GgmlType::Q5_K,   GgmlType::Q6_K,  GgmlType::Q8_0,    GgmlType::Q5_0,
+                            GgmlType::Q4_0,    GgmlType::F16,    GgmlType::BF16,  GgmlType::F32,     GgmlType::Q2_K,
+                            GgmlType::Q3_K,    GgmlType::Q4_1,   GgmlType::Q5_1,  GgmlType::IQ1_S,   GgmlType::IQ1_M,
                             GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-                            GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
+                            GgmlType::IQ4_NL,  GgmlType::IQ4_XS, GgmlType::MXFP4};
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1536, 8960}};
   for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2, ds::Isa::kRef})
     for (GgmlType t : types)
@@ -244,9 +277,8 @@ void register_all() {
           for (int n_threads : {1, 2}) {
             if (isa == ds::Isa::kRef && (n_tok > 1 || n_threads > 1)) continue;  // the reference is slow
             const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + ds::isa_name(isa) + "/" +
-                                     ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" +
-                                     std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
-                                     "/threads:" + std::to_string(n_threads);
+                                     ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" + std::to_string(n_out) +
+                                     "/tok:" + std::to_string(n_tok) + "/threads:" + std::to_string(n_threads);
             benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, n_in, n_out, n_tok, n_threads, 1)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
@@ -258,10 +290,13 @@ void register_all() {
         const std::string name = std::string(n_tok == 1 ? "GEMV/" : "GEMM/") + "avx512-no-bf16/BF16/" +
                                  std::to_string(n_in) + "x" + std::to_string(n_out) + "/tok:" + std::to_string(n_tok) +
                                  "/threads:" + std::to_string(n_threads);
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table_without_bf16(), GgmlType::BF16, n_in, n_out, n_tok, n_threads, 1,
-                          false);
-        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& st) {
+                                       bench_matmul_on(st, ds::kernel_table_without_bf16(), GgmlType::BF16, n_in, n_out,
+                                                       n_tok, n_threads, 1, false);
+                                     })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
       }
   // MoE expert products (V3-style bench model: gate/up 2048 -> 1408 Q4_K, down 1408 -> 2048
   // Q5_0 or Q8_0) on the ~48 tokens an expert sees in a 512-token step. CPU time, one thread:
@@ -278,17 +313,16 @@ void register_all() {
         const std::string name = std::string(copies > 1 ? "GEMM_MOE_COLD/avx512/" : "GEMM_MOE/avx512/") +
                                  ds::ggml_type_name(t) + "/" + std::to_string(n_in) + "x" + std::to_string(n_out) +
                                  "/tok:" + std::to_string(n_tok);
-        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, n_tok, 1,
-                                     copies)
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, n_in, n_out, n_tok, 1, copies)
             ->Unit(benchmark::kMicrosecond);
       }
   // Cold decode GEMV: 48 different 1536x8960 matrices (the dense model's FFN shape), about
   // 370-540 MB, cycled through so that the weights come from memory as in a decode step.
   // Small batches (batched decode: 2-8 sequences, MoE experts seeing 1-3 tokens) on 1 thread.
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
-                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ1_S, GgmlType::IQ1_M,
-                     GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-                     GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
+  for (GgmlType t : {GgmlType::Q4_K,    GgmlType::Q5_K,  GgmlType::Q6_K,    GgmlType::Q8_0,   GgmlType::Q4_0,
+                     GgmlType::Q5_0,    GgmlType::Q2_K,  GgmlType::Q3_K,    GgmlType::Q4_1,   GgmlType::Q5_1,
+                     GgmlType::IQ1_S,   GgmlType::IQ1_M, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                     GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ4_NL,  GgmlType::IQ4_XS, GgmlType::MXFP4}) {
     for (int n_threads : {1, 2}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
                                "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
@@ -302,21 +336,33 @@ void register_all() {
       for (int64_t n_tok : {1, 2, 4, 8}) {
         const std::string name = std::string("GEMV_COLD_PACKED/avx512/") + ds::ggml_type_name(t) +
                                  "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
-        benchmark::RegisterBenchmark(name.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, 48, true);
-        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [t, n_tok](benchmark::State& st) {
+                                       bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1,
+                                                       48, true);
+                                     })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
         const std::string warm = std::string("GEMV_PACKED/avx512/") + ds::ggml_type_name(t) +
                                  "/1536x8960/tok:" + std::to_string(n_tok) + "/threads:1";
-        benchmark::RegisterBenchmark(warm.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1, 1, true);
-        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+        benchmark::RegisterBenchmark(warm.c_str(),
+                                     [t, n_tok](benchmark::State& st) {
+                                       bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 8960, n_tok, 1,
+                                                       1, true);
+                                     })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
         // 1536x512 (0.2-0.6 MB) stays in L2: the kernel's compute ceiling, which has to be
         // well above a thread's share of memory bandwidth for decode to stream at that share.
         const std::string l2 = std::string("GEMV_L2_PACKED/avx512/") + ds::ggml_type_name(t) +
                                "/1536x512/tok:" + std::to_string(n_tok) + "/threads:1";
-        benchmark::RegisterBenchmark(l2.c_str(), [t, n_tok](benchmark::State& st) {
-          bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 512, n_tok, 1, 1, true);
-        })->Unit(benchmark::kMicrosecond)->UseRealTime();
+        benchmark::RegisterBenchmark(l2.c_str(),
+                                     [t, n_tok](benchmark::State& st) {
+                                       bench_matmul_on(st, ds::kernel_table(ds::Isa::kAvx512), t, 1536, 512, n_tok, 1,
+                                                       1, true);
+                                     })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
       }
     for (int64_t n_tok : {2, 3, 4, 8}) {
       const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +

@@ -25,10 +25,17 @@ void bench_gemm(benchmark::State& state, bool onednn, GgmlType t, int64_t n_in, 
   const auto w = ds::test::random_weights(rng, t, n_in, n_out);
   const auto act = ds::test::quantize_rows(*kt, t, ds::test::random_floats(rng, n_in * n_tok), n_in, n_tok);
   std::vector<float> out(static_cast<size_t>(n_out * n_tok));
-  const ds::MatmulArgs args{.wtype = t, .w = w.data(), .w_row_stride = ds::ggml_row_size(t, n_in), .n_in = n_in,
-                            .row_begin = 0, .row_end = n_out, .act = act.data(),
-                            .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in), .n_tok = n_tok,
-                            .out = out.data(), .out_stride = n_out};
+  const ds::MatmulArgs args{.wtype = t,
+                            .w = w.data(),
+                            .w_row_stride = ds::ggml_row_size(t, n_in),
+                            .n_in = n_in,
+                            .row_begin = 0,
+                            .row_end = n_out,
+                            .act = act.data(),
+                            .act_row_stride = ds::ggml_row_size(ds::vec_dot_type(t), n_in),
+                            .n_tok = n_tok,
+                            .out = out.data(),
+                            .out_stride = n_out};
   for (auto _ : state) {
     if (!onednn) {
       kt->matmul(args);
@@ -38,9 +45,9 @@ void bench_gemm(benchmark::State& state, bool onednn, GgmlType t, int64_t n_in, 
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GOPS"] = benchmark::Counter(
-      2.0 * static_cast<double>(n_in * n_out * n_tok) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["GOPS"] =
+      benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -56,11 +63,11 @@ void register_all() {
         }
     for (int64_t ctx : {512, 1024, 4096}) {
       const std::string tail = "/ctx:" + std::to_string(ctx);
-      benchmark::RegisterBenchmark(("ATTN_GEMM/" + impl + "/F32/mla/QK/prefill:512" + tail).c_str(), bench_gemm,
-                                   onednn, GgmlType::F32, 576, ctx, 512)
+      benchmark::RegisterBenchmark(("ATTN_GEMM/" + impl + "/F32/mla/QK/prefill:512" + tail).c_str(), bench_gemm, onednn,
+                                   GgmlType::F32, 576, ctx, 512)
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("ATTN_GEMM/" + impl + "/F32/mla/PV/prefill:512" + tail).c_str(), bench_gemm,
-                                   onednn, GgmlType::F32, ctx, 512, 512)
+      benchmark::RegisterBenchmark(("ATTN_GEMM/" + impl + "/F32/mla/PV/prefill:512" + tail).c_str(), bench_gemm, onednn,
+                                   GgmlType::F32, ctx, 512, 512)
           ->Unit(benchmark::kMicrosecond);
     }
   }

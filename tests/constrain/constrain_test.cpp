@@ -27,8 +27,8 @@ std::shared_ptr<const TokenVocab> small_vocab() {
   static auto v = [] {
     std::vector<std::string> t;
     for (int b = 0; b < 256; ++b) t.emplace_back(1, static_cast<char>(b));
-    for (const char* s : {"{\"", "\":", "\",", "\"}", "true", "false", "null", "12", "3.5", "  ", "\n ", "abc", "ab",
-                          "-1", "e+", "é", "\xC3", "\xA9x", "[{", "}]", "\"a", "2024-", "00"}) {
+    for (const char* s : {"{\"", "\":", "\",", "\"}", "true", "false", "null", "12", "3.5", "  ",    "\n ", "abc",
+                          "ab",  "-1",  "e+",  "é",   "\xC3", "\xA9x", "[{",   "}]", "\"a", "2024-", "00"}) {
       t.emplace_back(s);
     }
     t.emplace_back("");  // EOS
@@ -70,8 +70,8 @@ TEST(Gbnf, LiteralsClassesGroupsAndRepetitions) {
   EXPECT_TRUE(full_match(c, "hi Bob"));
   EXPECT_TRUE(full_match(c, "hello Anna42!"));
   EXPECT_TRUE(full_match(c, "hi Al?"));
-  EXPECT_FALSE(full_match(c, "hi A"));       // {1,3} needs one lowercase letter
-  EXPECT_FALSE(full_match(c, "hi Abcde"));   // at most three
+  EXPECT_FALSE(full_match(c, "hi A"));      // {1,3} needs one lowercase letter
+  EXPECT_FALSE(full_match(c, "hi Abcde"));  // at most three
   EXPECT_FALSE(full_match(c, "hey Bob"));
   EXPECT_FALSE(full_match(c, "hi bob"));
   EXPECT_FALSE(full_match(c, "hi Bob!!"));
@@ -86,7 +86,7 @@ TEST(Gbnf, AlternativesOnNextLineAndEscapes) {
   EXPECT_TRUE(full_match(c, "\xE2\x82\xAC"));  // a negated class takes any multi-byte character
   EXPECT_FALSE(full_match(c, "q"));
   EXPECT_FALSE(full_match(c, "\""));
-  EXPECT_FALSE(full_match(c, "\xE2\x82"));      // an unfinished character
+  EXPECT_FALSE(full_match(c, "\xE2\x82"));  // an unfinished character
 }
 
 TEST(Gbnf, ExactAndOpenCounts) {
@@ -136,7 +136,8 @@ struct SchemaCase {
 TEST(JsonSchema, GrammarAgreesWithValidator) {
   const std::vector<SchemaCase> cases = {
       {{{"type", "object"},
-        {"properties", {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}, {"minimum", 0}, {"maximum", 150}}}}},
+        {"properties",
+         {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}, {"minimum", 0}, {"maximum", 150}}}}},
         {"required", {"name"}}},
        {R"({"name":"x"})", R"({"name": "Bo", "age": 42})", R"({"name":"x","age":151})", R"({"age":3})",
         R"({"name":"x","age":-1})", R"({"name":1})", R"({ "name" : "q" , "age" : 0 })"}},
@@ -145,15 +146,23 @@ TEST(JsonSchema, GrammarAgreesWithValidator) {
       {{{"type", {"string", "null"}}, {"maxLength", 3}}, {R"("abc")", R"("abcd")", "null", "1", R"("é")"}},
       {{{"anyOf", {{{"type", "boolean"}}, {{"type", "number"}, {"exclusiveMinimum", -2.5}, {"maximum", 10}}}}},
        {"true", "-2", "-2.5", "-3", "10", "10.5", "9.999", "-1.25", "false"}},
-      {{{"type", "string"}, {"pattern", "^[a-z]{2,3}-\\d+$"}}, {R"("ab-1")", R"("abcd-1")", R"("ab-")", R"("xy-12345")"}},
+      {{{"type", "string"}, {"pattern", "^[a-z]{2,3}-\\d+$"}},
+       {R"("ab-1")", R"("abcd-1")", R"("ab-")", R"("xy-12345")"}},
       {{{"type", "string"}, {"format", "date"}}, {R"("2024-02-29")", R"("2024-13-01")", R"("24-01-01")"}},
       {{{"type", "string"}, {"format", "uuid"}},
        {R"("123e4567-e89b-12d3-a456-426614174000")", R"("123e4567-e89b-12d3-a456-42661417400")"}},
-      {{{"$defs", {{"node", {{"type", "object"}, {"properties", {{"v", {{"type", "integer"}}}, {"next", {{"anyOf", {{{"$ref", "#/$defs/node"}}, {{"type", "null"}}}}}}}}, {"required", {"v", "next"}}}}}},
+      {{{"$defs",
+         {{"node",
+           {{"type", "object"},
+            {"properties",
+             {{"v", {{"type", "integer"}}}, {"next", {{"anyOf", {{{"$ref", "#/$defs/node"}}, {{"type", "null"}}}}}}}},
+            {"required", {"v", "next"}}}}}},
         {"$ref", "#/$defs/node"}},
        {R"({"v":1,"next":{"v":2,"next":null}})", R"({"v":1,"next":{"v":2}})", R"({"v":1,"next":null})"}},
-      {{{"type", "array"}, {"prefixItems", {{{"type", "integer"}}, {{"const", "x"}}}}}, {R"([1,"x"])", R"([1,"y"])", R"([1])"}},
-      {{{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}}, {R"({"a":1,"b":2})", R"({"a":"1"})", "{}"}},
+      {{{"type", "array"}, {"prefixItems", {{{"type", "integer"}}, {{"const", "x"}}}}},
+       {R"([1,"x"])", R"([1,"y"])", R"([1])"}},
+      {{{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}},
+       {R"({"a":1,"b":2})", R"({"a":"1"})", "{}"}},
       {{{"type", "integer"}, {"minimum", -37}, {"maximum", 1234}}, {"-37", "-38", "1234", "1235", "0", "-0", "007"}},
   };
   for (const auto& sc : cases) {
@@ -181,7 +190,8 @@ TEST(JsonSchema, GrammarAgreesWithValidator) {
 }
 
 TEST(JsonSchema, IntegerRangesExactly) {
-  for (auto [lo, hi] : std::vector<std::pair<int, int>>{{-37, 1234}, {0, 9}, {5, 5}, {-1000, -10}, {99, 1001}, {-5, 0}}) {
+  for (auto [lo, hi] :
+       std::vector<std::pair<int, int>>{{-37, 1234}, {0, 9}, {5, 5}, {-1000, -10}, {99, 1001}, {-5, 0}}) {
     auto c = compile_schema({{"type", "integer"}, {"minimum", lo}, {"maximum", hi}});
     ASSERT_TRUE(c);
     for (int v = -2100; v <= 2100; ++v) {
@@ -196,7 +206,8 @@ TEST(JsonSchema, IntegerRangesExactly) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAndBadSchemasAreNamed) {
-  auto e1 = constrain::json_schema_to_gbnf({{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"contentMediaType", "x"}}}}}});
+  auto e1 = constrain::json_schema_to_gbnf(
+      {{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"contentMediaType", "x"}}}}}});
   ASSERT_FALSE(e1.is_ok());
   EXPECT_NE(e1.message().find("unsupported keyword 'contentMediaType'"), std::string::npos) << e1.message();
   EXPECT_NE(e1.message().find("/properties/a"), std::string::npos) << e1.message();
@@ -242,8 +253,10 @@ TEST(Matcher, MasksEqualTokenByTokenAcceptance) {
   const std::vector<std::shared_ptr<const Constraint>> cs = {
       compile_gbnf(constrain::json_object_gbnf()),
       compile_schema({{"type", "object"},
-                      {"properties", {{"d", {{"type", "string"}, {"format", "date"}}}, {"n", {{"type", "number"}, {"minimum", -3}, {"maximum", 3}}},
-                                      {"l", {{"type", "array"}, {"items", {{"type", "boolean"}}}, {"maxItems", 2}}}}},
+                      {"properties",
+                       {{"d", {{"type", "string"}, {"format", "date"}}},
+                        {"n", {{"type", "number"}, {"minimum", -3}, {"maximum", 3}}},
+                        {"l", {{"type", "array"}, {"items", {{"type", "boolean"}}}, {"maxItems", 2}}}}},
                       {"required", {"d", "n", "l"}}})};
   std::mt19937 rng(7);
   for (const auto& c : cs) {
@@ -313,10 +326,10 @@ std::shared_ptr<const TokenVocab> auto_vocab(const AutoFormat& f, std::vector<st
   std::vector<std::string>& t = *text;
   for (int b = 0; b < 256; ++b) t.emplace_back(1, static_cast<char>(b));
   const std::string tail = f.trigger.substr(f.trigger.size() - 4);
-  for (const std::string& s : {f.trigger, f.trigger.substr(0, 7), f.trigger.substr(7), tail + f.lead.substr(0, 3),
-                               tail + "x", f.lead, std::string("get_weather"), std::string("noop"), std::string("{\""),
-                               std::string("\":"), std::string("city"), std::string("days"), std::string("\"}"),
-                               std::string("</｜DSML｜parameter>\n")}) {
+  for (const std::string& s :
+       {f.trigger, f.trigger.substr(0, 7), f.trigger.substr(7), tail + f.lead.substr(0, 3), tail + "x", f.lead,
+        std::string("get_weather"), std::string("noop"), std::string("{\""), std::string("\":"), std::string("city"),
+        std::string("days"), std::string("\"}"), std::string("</｜DSML｜parameter>\n")}) {
     t.push_back(s);
   }
   t.emplace_back("");  // EOS

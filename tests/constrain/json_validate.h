@@ -28,7 +28,8 @@ inline std::string validate(const ojson& s, const ojson& v, const ojson& root, c
     if (r == "#") return validate(root, v, root, at);
     for (const char* p : {"#/$defs/", "#/definitions/"}) {
       const std::string prefix(p);
-      if (r.rfind(prefix, 0) == 0) return validate(root[prefix.substr(2, prefix.size() - 3)][r.substr(prefix.size())], v, root, at);
+      if (r.rfind(prefix, 0) == 0)
+        return validate(root[prefix.substr(2, prefix.size() - 3)][r.substr(prefix.size())], v, root, at);
     }
     return at + ": unknown $ref " + r;
   }
@@ -56,7 +57,9 @@ inline std::string validate(const ojson& s, const ojson& v, const ojson& root, c
       if (t == "object") return v.is_object();
       if (t == "array") return v.is_array();
       if (t == "number") return v.is_number();
-      if (t == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+      if (t == "integer")
+        return v.is_number_integer() ||
+               (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
       return false;
     };
     bool ok = false;
@@ -71,8 +74,10 @@ inline std::string validate(const ojson& s, const ojson& v, const ojson& root, c
     const double x = v.get<double>();
     if (s.contains("minimum") && x < s["minimum"].get<double>()) return at + ": below minimum";
     if (s.contains("maximum") && x > s["maximum"].get<double>()) return at + ": above maximum";
-    if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>()) return at + ": not above exclusiveMinimum";
-    if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>()) return at + ": not below exclusiveMaximum";
+    if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>())
+      return at + ": not above exclusiveMinimum";
+    if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>())
+      return at + ": not below exclusiveMaximum";
   }
   if (v.is_string()) {
     const std::string& str = v.get_ref<const std::string&>();
@@ -86,7 +91,8 @@ inline std::string validate(const ojson& s, const ojson& v, const ojson& root, c
       static const std::map<std::string, std::string> fmt = {
           {"date", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$)"},
           {"time", R"(^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
-          {"date-time", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
+          {"date-time",
+           R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
           {"uuid", R"(^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)"}};
       const std::string f = s["format"];
       if (fmt.count(f) && !std::regex_search(str, std::regex(fmt.at(f)))) return at + ": not a " + f + ": " + str;

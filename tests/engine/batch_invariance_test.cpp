@@ -55,8 +55,9 @@ struct Case {
   const KernelTable* kt;
 };
 // Readable test parameters in gtest's messages.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa); }
-
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model.name << " " << isa_name(c.kt->isa);
+}
 
 class BatchInvariance : public testing::TestWithParam<Case> {
  protected:
@@ -92,7 +93,8 @@ TEST_P(BatchInvariance, DecodeBatchesOf1_2_7_16) {
     }
     for (int p = kPrefill; p < kLen; ++p) {
       chunks.clear();
-      for (int i = 0; i < B; ++i) chunks.push_back({.seq_id = i, .tokens = std::span(toks_[i].data() + p, 1), .pos0 = p});
+      for (int i = 0; i < B; ++i)
+        chunks.push_back({.seq_id = i, .tokens = std::span(toks_[i].data() + p, 1), .pos0 = p});
       ASSERT_TRUE(r_->step(chunks, logits.data()).is_ok());
       for (int i = 0; i < B; ++i) {
         EXPECT_TRUE(same_bits(logits.data() + i * V_, ref_[i].data() + p * V_, V_))

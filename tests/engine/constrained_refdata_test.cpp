@@ -21,7 +21,7 @@
 namespace ds::test {
 namespace {
 
-constexpr int kMaxTokens = 48;     // small: a bounded runtime on a loaded 2-core machine
+constexpr int kMaxTokens = 48;          // small: a bounded runtime on a loaded 2-core machine
 constexpr int kRequestsPerModel = 250;  // x 4 models + tool calls: over 1,000 requests
 constexpr int kToolCallsPerFormat = 8;
 constexpr int kMaxToolTokens = 112;  // the call markers take many byte tokens in this vocabulary
@@ -146,7 +146,8 @@ TEST_F(ConstrainedRefdata, SchemasOnEveryModelValidateOrEndByLength) {
       cs.push_back(compile(g.value()));
     }
     std::vector<std::pair<std::shared_ptr<const constrain::Constraint>, uint64_t>> reqs;
-    for (int i = 0; i < kRequestsPerModel; ++i) reqs.push_back({cs[static_cast<size_t>(i) % cs.size()], 1000 + static_cast<uint64_t>(i)});
+    for (int i = 0; i < kRequestsPerModel; ++i)
+      reqs.push_back({cs[static_cast<size_t>(i) % cs.size()], 1000 + static_cast<uint64_t>(i)});
     const auto runs = run(reqs);
     for (int i = 0; i < kRequestsPerModel; ++i) {
       const std::string& schema = schemas()[static_cast<size_t>(i) % cs.size()];

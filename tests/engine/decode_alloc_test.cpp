@@ -22,8 +22,12 @@ void* operator new(size_t n) {
   if (!p) throw std::bad_alloc();
   return p;
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
 
 namespace ds::test {
 namespace {
@@ -38,17 +42,50 @@ struct InKernel {
 KernelTable wrapped(const KernelTable& inner) {
   g_inner = &inner;
   KernelTable t = inner;
-  t.quantize_act = [](GgmlType a, const float* x, void* y, int64_t n) { InKernel k; g_inner->quantize_act(a, x, y, n); };
-  t.vec_dot = [](GgmlType w, int64_t n, const void* a, const void* b) { InKernel k; return g_inner->vec_dot(w, n, a, b); };
-  t.matmul = [](const MatmulArgs& a) { InKernel k; g_inner->matmul(a); };
-  t.rms_norm = [](const float* x, const float* w, float* y, int64_t n, float e) { InKernel k; g_inner->rms_norm(x, w, y, n, e); };
-  t.rope = [](const RopeArgs& a, const RopeParams& p) { InKernel k; g_inner->rope(a, p); };
-  t.silu_mul = [](const float* g, const float* u, float* y, int64_t n) { InKernel k; g_inner->silu_mul(g, u, y, n); };
-  t.softmax = [](float* x, int64_t n, float s) { InKernel k; g_inner->softmax(x, n, s); };
-  t.flash_attn = [](const AttnArgs& a) { InKernel k; g_inner->flash_attn(a); };
-  t.mla_attn = [](const MlaArgs& a) { InKernel k; g_inner->mla_attn(a); };
-  t.moe_route = [](const MoeRouteArgs& a) { InKernel k; g_inner->moe_route(a); };
-  t.store_kv = [](GgmlType ty, const float* x, void* y, int64_t n) { InKernel k; g_inner->store_kv(ty, x, y, n); };
+  t.quantize_act = [](GgmlType a, const float* x, void* y, int64_t n) {
+    InKernel k;
+    g_inner->quantize_act(a, x, y, n);
+  };
+  t.vec_dot = [](GgmlType w, int64_t n, const void* a, const void* b) {
+    InKernel k;
+    return g_inner->vec_dot(w, n, a, b);
+  };
+  t.matmul = [](const MatmulArgs& a) {
+    InKernel k;
+    g_inner->matmul(a);
+  };
+  t.rms_norm = [](const float* x, const float* w, float* y, int64_t n, float e) {
+    InKernel k;
+    g_inner->rms_norm(x, w, y, n, e);
+  };
+  t.rope = [](const RopeArgs& a, const RopeParams& p) {
+    InKernel k;
+    g_inner->rope(a, p);
+  };
+  t.silu_mul = [](const float* g, const float* u, float* y, int64_t n) {
+    InKernel k;
+    g_inner->silu_mul(g, u, y, n);
+  };
+  t.softmax = [](float* x, int64_t n, float s) {
+    InKernel k;
+    g_inner->softmax(x, n, s);
+  };
+  t.flash_attn = [](const AttnArgs& a) {
+    InKernel k;
+    g_inner->flash_attn(a);
+  };
+  t.mla_attn = [](const MlaArgs& a) {
+    InKernel k;
+    g_inner->mla_attn(a);
+  };
+  t.moe_route = [](const MoeRouteArgs& a) {
+    InKernel k;
+    g_inner->moe_route(a);
+  };
+  t.store_kv = [](GgmlType ty, const float* x, void* y, int64_t n) {
+    InKernel k;
+    g_inner->store_kv(ty, x, y, n);
+  };
   return t;
 }
 
@@ -93,14 +130,14 @@ TEST_P(DecodeAlloc, DecodeStepsAllocateNothing) {
 INSTANTIATE_TEST_SUITE_P(Refdata, DecodeAlloc, testing::ValuesIn(ref_models()),
                          [](const testing::TestParamInfo<RefModel>& i) {
                            std::string n = i.param.name;
-                           for (char& ch : n) if (ch == '-') ch = '_';
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
                            return n;
                          });
 
 // deepseek4 is not in ref_models() (its sub-layers map a 4-stream state; its own tests are
 // model_dsv4_block_test and engine_dsv4_e2e_test), so it gets its own instantiation.
-INSTANTIATE_TEST_SUITE_P(Deepseek4, DecodeAlloc,
-                         testing::Values(RefModel{.name = "tiny-dsv4-MXFP4_MOE", .moe = true}),
+INSTANTIATE_TEST_SUITE_P(Deepseek4, DecodeAlloc, testing::Values(RefModel{.name = "tiny-dsv4-MXFP4_MOE", .moe = true}),
                          [](const testing::TestParamInfo<RefModel>&) { return std::string("tiny_dsv4"); });
 
 }  // namespace

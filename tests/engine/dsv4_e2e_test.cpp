@@ -36,7 +36,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
          ggml_type_name(info.param.kv_type);
 }
 
-std::unique_ptr<Runner> runner(const KernelTable* kt, GgmlType kv_type, int n_seqs, int max_tokens, int block_size = 16) {
+std::unique_ptr<Runner> runner(const KernelTable* kt, GgmlType kv_type, int n_seqs, int max_tokens,
+                               int block_size = 16) {
   auto m = Model::load(ref_path(kModel, ".gguf"));
   EXPECT_TRUE(m.is_ok()) << m.message();
   if (!m) return nullptr;

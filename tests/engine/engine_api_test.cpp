@@ -98,12 +98,12 @@ TEST(EngineApi, ReserveIsAllOrNothingAndRunningOutIsAnError) {
   EXPECT_EQ(e->seq_blocks(1).size(), 3u);
   ASSERT_TRUE(e->seq_reserve(2, 64).is_ok());  // 4 blocks
   EXPECT_EQ(e->kv_blocks_free(), 1);
-  Status st = e->seq_reserve(3, 33);           // needs 3, 1 free
+  Status st = e->seq_reserve(3, 33);  // needs 3, 1 free
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("KV cache full"), std::string::npos) << st.message();
-  EXPECT_EQ(e->kv_blocks_free(), 1);           // nothing taken
+  EXPECT_EQ(e->kv_blocks_free(), 1);  // nothing taken
   EXPECT_TRUE(e->seq_blocks(3).empty());
-  EXPECT_FALSE(e->seq_reserve(4, 65).is_ok()); // beyond n_ctx
+  EXPECT_FALSE(e->seq_reserve(4, 65).is_ok());  // beyond n_ctx
   e->seq_release(2);
   EXPECT_EQ(e->kv_blocks_free(), 5);
   EXPECT_TRUE(e->seq_reserve(3, 33).is_ok());

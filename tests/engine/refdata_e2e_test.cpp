@@ -15,17 +15,18 @@ namespace {
 struct Case {
   RefModel model;
   const KernelTable* kt;
-  int chunk;           // 0: one batch
+  int chunk;  // 0: one batch
   GgmlType kv_type;
 };
 // Readable test parameters in gtest's messages.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa) << " chunk " << c.chunk << " kv " << ggml_type_name(c.kv_type); }
-
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model.name << " " << isa_name(c.kt->isa) << " chunk " << c.chunk << " kv " << ggml_type_name(c.kv_type);
+}
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  std::string n = c.model.name + "_" + isa_name(c.kt->isa) + "_chunk" + std::to_string(c.chunk) + "_" +
-                  ggml_type_name(c.kv_type);
+  std::string n =
+      c.model.name + "_" + isa_name(c.kt->isa) + "_chunk" + std::to_string(c.chunk) + "_" + ggml_type_name(c.kv_type);
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }

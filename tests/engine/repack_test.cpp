@@ -29,7 +29,7 @@ TEST(Repack, LogitsBitIdenticalToUnpacked) {
     ASSERT_TRUE(plain && packed);
     if (kt->isa == Isa::kAvx512) {
       const Mat& w = packed->model().weights().layers[0].ffn_down.data ? packed->model().weights().layers[0].ffn_down
-                                                                        : packed->model().weights().output;
+                                                                       : packed->model().weights().output;
       EXPECT_TRUE(!repack_supported(w.type) || w.n_out < kPanelRows || w.panels) << rm.name << ": nothing was packed";
     }
     const auto toks = ref_tokens(rm.name);
@@ -38,8 +38,8 @@ TEST(Repack, LogitsBitIdenticalToUnpacked) {
       ASSERT_EQ(a.size(), b.size());
       size_t i = 0;
       while (i < a.size() && std::memcmp(&a[i], &b[i], 4) == 0) ++i;
-      EXPECT_EQ(i, a.size()) << rm.name << " chunk " << chunk << ": first difference at " << i << ": " << a[i]
-                             << " vs " << b[i];
+      EXPECT_EQ(i, a.size()) << rm.name << " chunk " << chunk << ": first difference at " << i << ": " << a[i] << " vs "
+                             << b[i];
     }
   }
 }

@@ -31,9 +31,15 @@ TEST(GgufMutation, RandomCorruptionsNeverCrash) {
     for (int m = 0; m < n_mut; ++m) {
       const size_t at = (rng() % 4 == 0) ? rng() % b.size() : rng() % hot;
       switch (rng() % 3) {
-        case 0: b[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
-        case 1: b[at] = specials[rng() % sizeof(specials)]; break;
-        default: b.resize(at + 1); break;
+        case 0:
+          b[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
+        case 1:
+          b[at] = specials[rng() % sizeof(specials)];
+          break;
+        default:
+          b.resize(at + 1);
+          break;
       }
     }
     const std::string path = dir + "/m.gguf";

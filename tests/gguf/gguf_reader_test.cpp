@@ -45,8 +45,8 @@ GgufBuilder valid_file(uint32_t version = 3) {
   b.put<uint32_t>(6).put<uint64_t>(1).put<float>(2.0f);
   b.kv_u32("general.alignment", 32);
   b.kv_str("k.str", "hello");
-  b.tensor("a", {4, 2}, 0, 0);    // F32 4x2 = 32 bytes
-  b.tensor("b", {32}, 8, 32);     // Q8_0 one block = 34 bytes
+  b.tensor("a", {4, 2}, 0, 0);  // F32 4x2 = 32 bytes
+  b.tensor("b", {32}, 8, 32);   // Q8_0 one block = 34 bytes
   b.pad(32).zeros(32 + 34);
   return b;
 }
@@ -87,7 +87,7 @@ TEST(GgufReader, ParsesEveryMetadataType) {
   ASSERT_EQ(n->arr_nested.size(), 2u);
   EXPECT_EQ(n->arr_nested[0].arr_int, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(n->arr_nested[1].arr_float, (std::vector<double>{2.0}));
-  EXPECT_FALSE(g.get_string("k.u8"));   // wrong type is an error, not a default
+  EXPECT_FALSE(g.get_string("k.u8"));  // wrong type is an error, not a default
   EXPECT_FALSE(g.get_int("k.str"));
   EXPECT_EQ(g.get_int_or("absent", 9).value(), 9);
   ASSERT_EQ(g.tensors().size(), 2u);
@@ -191,13 +191,14 @@ TEST(GgufReader, AcceptsIQuantsAndMxfp4WithTheirRowLengthRules) {
     int block;
     size_t bytes;
   };
-  const Want types[] = {{16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74}, {18, "IQ3_XXS", 256, 98},
+  const Want types[] = {{16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98},
                         {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
                         {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {29, "IQ1_M", 256, 56},
                         {39, "MXFP4", 32, 17}};
   for (const Want& w : types) {
     SCOPED_TRACE(w.name);
-    auto f = GgufFile::open(write_temp(one_tensor({static_cast<uint64_t>(2 * w.block), 3}, w.id, 0, 6 * w.bytes).bytes));
+    auto f =
+        GgufFile::open(write_temp(one_tensor({static_cast<uint64_t>(2 * w.block), 3}, w.id, 0, 6 * w.bytes).bytes));
     ASSERT_TRUE(f) << f.message();
     const GgufTensorInfo& t = (*f)->tensors()[0];
     EXPECT_STREQ(ggml_type_name(t.type), w.name);
@@ -207,8 +208,8 @@ TEST(GgufReader, AcceptsIQuantsAndMxfp4WithTheirRowLengthRules) {
                  std::string("not a multiple of the ") + w.name + " block size " + std::to_string(w.block));
   }
   for (uint32_t id : {137u, 140u, 24u, 34u, 40u}) {
-    expect_error(one_tensor({256}, id, 0, 1024).bytes, "tensor 'w': unknown or unsupported tensor type " +
-                                                           std::to_string(id));
+    expect_error(one_tensor({256}, id, 0, 1024).bytes,
+                 "tensor 'w': unknown or unsupported tensor type " + std::to_string(id));
   }
   expect_error(one_tensor({256}, 137, 0, 1024).bytes, "type 137 = an ik_llama.cpp-only type such as IQ4_K");
   expect_error(one_tensor({256}, 34, 0, 1024).bytes, "type 34 = TQ1_0 (ternary)");
@@ -317,13 +318,16 @@ TEST(GgufReader, SplitNameParsing) {
 }
 
 TEST(GgufReader, OpensEverySharedFile) {
-  const std::vector<std::pair<std::string, size_t>> files = {
-      {"refdata/tiny-llama-Q4_K_M.gguf", 0}, {"refdata/tiny-qwen2-Q5_K_S.gguf", 0},
-      {"refdata/tiny-dsv2-Q4_K_M.gguf", 0},  {"refdata/tiny-dsv2-legacy-Q4_K_M.gguf", 0},
-      {"refdata/tiny-dsv3-Q4_K_M.gguf", 0},  {"refdata/tiny-dsv3-IQ-MIX.gguf", 0},
-      {"tokenizer/ggml-vocab-deepseek-coder.gguf", 32256},
-      {"tokenizer/ggml-vocab-deepseek-llm.gguf", 102400}, {"tokenizer/ggml-vocab-deepseek-v3.gguf", 129280},
-      {"tokenizer/ggml-vocab-qwen2.gguf", 152064}};
+  const std::vector<std::pair<std::string, size_t>> files = {{"refdata/tiny-llama-Q4_K_M.gguf", 0},
+                                                             {"refdata/tiny-qwen2-Q5_K_S.gguf", 0},
+                                                             {"refdata/tiny-dsv2-Q4_K_M.gguf", 0},
+                                                             {"refdata/tiny-dsv2-legacy-Q4_K_M.gguf", 0},
+                                                             {"refdata/tiny-dsv3-Q4_K_M.gguf", 0},
+                                                             {"refdata/tiny-dsv3-IQ-MIX.gguf", 0},
+                                                             {"tokenizer/ggml-vocab-deepseek-coder.gguf", 32256},
+                                                             {"tokenizer/ggml-vocab-deepseek-llm.gguf", 102400},
+                                                             {"tokenizer/ggml-vocab-deepseek-v3.gguf", 129280},
+                                                             {"tokenizer/ggml-vocab-qwen2.gguf", 152064}};
   for (const auto& [rel, n_vocab] : files) {
     auto f = GgufFile::open(test::shared_path(rel));
     ASSERT_TRUE(f) << rel << ": " << f.message();

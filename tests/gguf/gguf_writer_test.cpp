@@ -39,7 +39,8 @@ void fill_all_types(GgufWriter* w) {
   w->set("t.f64", f64);
   w->set("t.bool", gguf_bool(true));
   w->set("t.empty_str", gguf_str(""));
-  w->set("t.utf8", gguf_str("<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"));
+  w->set("t.utf8", gguf_str("<\xEF\xBD\x9C"
+                            "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"));
   w->set("t.arr_str", gguf_arr_str({"a", "", "b c", std::string(300, 'x')}));
   w->set("t.arr_i32", gguf_arr_i32({1, -2, 3}));
   w->set("t.arr_f32", gguf_arr_f32({0.5f, -1.25f}));
@@ -136,7 +137,7 @@ TEST(GgufWriter, Errors) {
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {int64_t{1} << 40, int64_t{1} << 40, 1 << 20}).is_ok());
   ASSERT_TRUE(w.add_tensor("x", GgmlType::F32, {4}).is_ok());
   EXPECT_FALSE(w.add_tensor("x", GgmlType::F32, {4}).is_ok());  // duplicate
-  EXPECT_FALSE(w.write_data("abcd", 4).is_ok());                 // before begin
+  EXPECT_FALSE(w.write_data("abcd", 4).is_ok());                // before begin
   EXPECT_FALSE(w.begin("/nonexistent-dir/x.gguf").is_ok());
   GgufWriter bad_align;
   bad_align.set("general.alignment", gguf_u32(48));
@@ -180,8 +181,16 @@ TEST(GgufWriter, NestedArrayEncoding) {
   const auto b = test::read_file_bytes(dir + "/n.gguf");
   // header 24 bytes, key: u64 len 1 + "n", u32 type 9
   size_t p = 24 + 8 + 1;
-  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, b.data() + at, 4); return v; };
-  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, b.data() + at, 8); return v; };
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+  };
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, b.data() + at, 8);
+    return v;
+  };
   EXPECT_EQ(u32(p), 9u);       // value type ARRAY
   EXPECT_EQ(u32(p + 4), 9u);   // element type ARRAY
   EXPECT_EQ(u64(p + 8), 1u);   // one element
@@ -189,7 +198,7 @@ TEST(GgufWriter, NestedArrayEncoding) {
   EXPECT_EQ(u64(p + 20), 2u);  // two elements
   EXPECT_EQ(u32(p + 28), 7u);
   EXPECT_EQ(u32(p + 32), 8u);
-  EXPECT_EQ(b.size(), 96u);    // 69 bytes padded to 32
+  EXPECT_EQ(b.size(), 96u);                  // 69 bytes padded to 32
   auto f = GgufFile::open(dir + "/n.gguf");  // and the reader reads the same encoding
   ASSERT_TRUE(f) << f.message();
   const GgufValue* n = (*f)->find("n");

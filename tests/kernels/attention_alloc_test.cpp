@@ -22,8 +22,12 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace ds::test {
 namespace {
@@ -48,8 +52,12 @@ TEST(Attention, DecodeCallsAllocateNothing) {
   std::vector<const uint8_t*> blocks;
   for (int64_t j = 0; j < ctx; ++j) ref::store_kv(GgmlType::F16, x.data(), pages.data() + j * width * 2, width);
   for (int64_t b = 0; b * block < ctx; ++b) blocks.push_back(pages.data() + b * block * width * 2);
-  const KvView kv{.type = GgmlType::F16, .blocks = blocks.data(), .block_size = static_cast<int>(block),
-                  .row_stride = static_cast<size_t>(width) * 2, .head_offset = 256, .elem_offset = 0};
+  const KvView kv{.type = GgmlType::F16,
+                  .blocks = blocks.data(),
+                  .block_size = static_cast<int>(block),
+                  .row_stride = static_cast<size_t>(width) * 2,
+                  .head_offset = 256,
+                  .elem_offset = 0};
   KvView v = kv;
   v.elem_offset = 512;
   const auto q = random_floats(rng, 16 * width);
@@ -58,15 +66,40 @@ TEST(Attention, DecodeCallsAllocateNothing) {
   for (const KernelTable* kt : available_tables()) {
     if (kt->isa == Isa::kRef) continue;  // the reference is the spec, not the decode path
     auto gqa = [&] {
-      kt->flash_attn({.n_head = 12, .n_head_kv = 2, .d_k = 128, .d_v = 128, .scale = 0.09f, .n_q = 1,
-                      .q = q.data(), .q_tok_stride = 12 * 128, .q_head_stride = 128, .q_pos = &pos, .k = kv, .v = v,
-                      .out = out.data(), .out_tok_stride = 12 * 128, .out_head_stride = 128, .head_begin = 0,
+      kt->flash_attn({.n_head = 12,
+                      .n_head_kv = 2,
+                      .d_k = 128,
+                      .d_v = 128,
+                      .scale = 0.09f,
+                      .n_q = 1,
+                      .q = q.data(),
+                      .q_tok_stride = 12 * 128,
+                      .q_head_stride = 128,
+                      .q_pos = &pos,
+                      .k = kv,
+                      .v = v,
+                      .out = out.data(),
+                      .out_tok_stride = 12 * 128,
+                      .out_head_stride = 128,
+                      .head_begin = 0,
                       .head_end = 12});
     };
     auto mla = [&] {
-      kt->mla_attn({.n_head = 16, .kv_lora = 512, .n_rope = 64, .scale = 0.07f, .n_q = 1, .q_abs = q.data(),
-                    .q_pe = q.data() + 512, .q_tok_stride = 16 * width, .q_head_stride = width, .q_pos = &pos,
-                    .kv = kv, .out = out.data(), .out_tok_stride = 16 * 512, .out_head_stride = 512, .head_begin = 0,
+      kt->mla_attn({.n_head = 16,
+                    .kv_lora = 512,
+                    .n_rope = 64,
+                    .scale = 0.07f,
+                    .n_q = 1,
+                    .q_abs = q.data(),
+                    .q_pe = q.data() + 512,
+                    .q_tok_stride = 16 * width,
+                    .q_head_stride = width,
+                    .q_pos = &pos,
+                    .kv = kv,
+                    .out = out.data(),
+                    .out_tok_stride = 16 * 512,
+                    .out_head_stride = 512,
+                    .head_begin = 0,
                     .head_end = 16});
     };
     // Each on a fresh thread (first use) and again on the same thread.

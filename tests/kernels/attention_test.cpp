@@ -26,7 +26,7 @@ namespace {
 // The product's bar for attention: within 1e-5 relative of naive attention in double, the
 // per-sub-layer bar of ../shared/refdata/README.md.
 constexpr double kAttnRelTol = 1e-5;
-constexpr int kBlockSize = 16;        // KV page size (tokens), not a divisor of most contexts
+constexpr int kBlockSize = 16;  // KV page size (tokens), not a divisor of most contexts
 
 // A paged KV cache of n_tok rows of `width` elements of type t, filled with random values.
 struct PagedKv {
@@ -51,8 +51,12 @@ struct PagedKv {
   }
   const uint8_t* row(int64_t j) const { return blocks[j / kBlockSize] + (j % kBlockSize) * row_bytes; }
   KvView view(size_t elem_offset, size_t head_offset) const {
-    return {.type = type, .blocks = blocks.data(), .block_size = kBlockSize, .row_stride = row_bytes,
-            .head_offset = head_offset, .elem_offset = elem_offset};
+    return {.type = type,
+            .blocks = blocks.data(),
+            .block_size = kBlockSize,
+            .row_stride = row_bytes,
+            .head_offset = head_offset,
+            .elem_offset = elem_offset};
   }
   // Elements [off, off + n) of row j as doubles.
   std::vector<double> read(int64_t j, int64_t off, int64_t n) const {
@@ -182,11 +186,22 @@ TEST(Attention, FlashAttnEqualsNaiveSoftmax) {
         for (const KernelTable* kt : available_tables()) {
           std::vector<float> out(static_cast<size_t>(nq * n_head * d_v), NAN);
           const int h0 = n_q == 1 ? 1 : 0;  // also check a partial head range
-          kt->flash_attn({.n_head = n_head, .n_head_kv = n_head_kv, .d_k = d_k, .d_v = d_v, .scale = scale,
-                          .n_q = nq, .q = q.data(), .q_tok_stride = n_head * d_k, .q_head_stride = d_k,
-                          .q_pos = pos.data(), .k = kv.view(0, ggml_row_size(t, d_k)),
-                          .v = kv.view(k_bytes, ggml_row_size(t, d_v)), .out = out.data(),
-                          .out_tok_stride = n_head * d_v, .out_head_stride = d_v, .head_begin = h0,
+          kt->flash_attn({.n_head = n_head,
+                          .n_head_kv = n_head_kv,
+                          .d_k = d_k,
+                          .d_v = d_v,
+                          .scale = scale,
+                          .n_q = nq,
+                          .q = q.data(),
+                          .q_tok_stride = n_head * d_k,
+                          .q_head_stride = d_k,
+                          .q_pos = pos.data(),
+                          .k = kv.view(0, ggml_row_size(t, d_k)),
+                          .v = kv.view(k_bytes, ggml_row_size(t, d_v)),
+                          .out = out.data(),
+                          .out_tok_stride = n_head * d_v,
+                          .out_head_stride = d_v,
+                          .head_begin = h0,
                           .head_end = n_head});
           for (int64_t it = 0; it < nq; ++it)
             for (int ih = 0; ih < n_head; ++ih) {
@@ -211,8 +226,8 @@ TEST(Attention, FlashAttnEqualsNaiveSoftmax) {
               }
               const Bf16Naive want = naive_for(scores, values, b16);
               const double err = attn_err(o, want.out, want.slack);
-              ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx
-                                          << " q=" << it << " head=" << ih;
+              ASSERT_LE(err, kAttnRelTol)
+                  << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx << " q=" << it << " head=" << ih;
             }
         }
       }
@@ -234,10 +249,21 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
         const float scale = 0.3f;
         for (const KernelTable* kt : available_tables()) {
           std::vector<float> out(static_cast<size_t>(nq * n_head * kv_lora), NAN);
-          kt->mla_attn({.n_head = n_head, .kv_lora = kv_lora, .n_rope = n_rope, .scale = scale, .n_q = nq,
-                        .q_abs = q.data(), .q_pe = q.data() + kv_lora, .q_tok_stride = qs, .q_head_stride = width,
-                        .q_pos = pos.data(), .kv = kv.view(0, 0), .out = out.data(),
-                        .out_tok_stride = n_head * kv_lora, .out_head_stride = kv_lora, .head_begin = 0,
+          kt->mla_attn({.n_head = n_head,
+                        .kv_lora = kv_lora,
+                        .n_rope = n_rope,
+                        .scale = scale,
+                        .n_q = nq,
+                        .q_abs = q.data(),
+                        .q_pe = q.data() + kv_lora,
+                        .q_tok_stride = qs,
+                        .q_head_stride = width,
+                        .q_pos = pos.data(),
+                        .kv = kv.view(0, 0),
+                        .out = out.data(),
+                        .out_tok_stride = n_head * kv_lora,
+                        .out_head_stride = kv_lora,
+                        .head_begin = 0,
                         .head_end = n_head});
           for (int64_t it = 0; it < nq; ++it)
             for (int ih = 0; ih < n_head; ++ih) {
@@ -255,8 +281,8 @@ TEST(Attention, MlaEqualsNaiveSoftmax) {
               }
               const Bf16Naive want = naive_for(scores, values, b16);
               const double err = attn_err(out.data() + (it * n_head + ih) * kv_lora, want.out, want.slack);
-              ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx
-                                          << " q=" << it << " head=" << ih;
+              ASSERT_LE(err, kAttnRelTol)
+                  << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx << " q=" << it << " head=" << ih;
             }
         }
       }
@@ -303,16 +329,40 @@ struct Problem {
     float* of = out + first * n_head * d_v;
     if (mla) {
       const int kvl = d_v;
-      kt.mla_attn({.n_head = n_head, .kv_lora = kvl, .n_rope = d_k - kvl, .scale = scale, .n_q = n,
-                   .q_abs = qf, .q_pe = qf + kvl, .q_tok_stride = n_head * d_k, .q_head_stride = d_k,
-                   .q_pos = pos.data() + first, .kv = kv->view(0, 0), .out = of, .out_tok_stride = n_head * d_v,
-                   .out_head_stride = d_v, .head_begin = hb, .head_end = he});
+      kt.mla_attn({.n_head = n_head,
+                   .kv_lora = kvl,
+                   .n_rope = d_k - kvl,
+                   .scale = scale,
+                   .n_q = n,
+                   .q_abs = qf,
+                   .q_pe = qf + kvl,
+                   .q_tok_stride = n_head * d_k,
+                   .q_head_stride = d_k,
+                   .q_pos = pos.data() + first,
+                   .kv = kv->view(0, 0),
+                   .out = of,
+                   .out_tok_stride = n_head * d_v,
+                   .out_head_stride = d_v,
+                   .head_begin = hb,
+                   .head_end = he});
     } else {
-      kt.flash_attn({.n_head = n_head, .n_head_kv = n_head_kv, .d_k = d_k, .d_v = d_v, .scale = scale, .n_q = n,
-                     .q = qf, .q_tok_stride = n_head * d_k, .q_head_stride = d_k, .q_pos = pos.data() + first,
+      kt.flash_attn({.n_head = n_head,
+                     .n_head_kv = n_head_kv,
+                     .d_k = d_k,
+                     .d_v = d_v,
+                     .scale = scale,
+                     .n_q = n,
+                     .q = qf,
+                     .q_tok_stride = n_head * d_k,
+                     .q_head_stride = d_k,
+                     .q_pos = pos.data() + first,
                      .k = kv->view(0, ggml_row_size(type, d_k)),
-                     .v = kv->view(ggml_row_size(type, n_head_kv * d_k), ggml_row_size(type, d_v)), .out = of,
-                     .out_tok_stride = n_head * d_v, .out_head_stride = d_v, .head_begin = hb, .head_end = he});
+                     .v = kv->view(ggml_row_size(type, n_head_kv * d_k), ggml_row_size(type, d_v)),
+                     .out = of,
+                     .out_tok_stride = n_head * d_v,
+                     .out_head_stride = d_v,
+                     .head_begin = hb,
+                     .head_end = he});
     }
   }
 
@@ -344,7 +394,9 @@ struct Problem {
 };
 
 // The last n positions of a context of ctx tokens (a prefill chunk).
-std::vector<int32_t> chunk_positions(int64_t ctx, int64_t n) { return query_positions(ctx, n); }
+std::vector<int32_t> chunk_positions(int64_t ctx, int64_t n) {
+  return query_positions(ctx, n);
+}
 
 // Checks every query and head of p against naive attention, one call per ISA over all
 // queries and heads.
@@ -364,8 +416,8 @@ void expect_naive(const Problem& p, int64_t ctx) {
         const Problem::Naive& w = want[b16][i];
         const double err = attn_err(out.data() + i * static_cast<size_t>(p.d_v), w.out, w.slack);
         ASSERT_LE(err, kAttnRelTol) << table_name(*kt) << (p.mla ? " mla " : " flash ") << ggml_type_name(p.type)
-                                    << " ctx=" << ctx << " n_q=" << p.n_q() << " q=" << it << " pos="
-                                    << p.pos[static_cast<size_t>(it)] << " head=" << ih;
+                                    << " ctx=" << ctx << " n_q=" << p.n_q() << " q=" << it
+                                    << " pos=" << p.pos[static_cast<size_t>(it)] << " head=" << ih;
       }
   }
 }

@@ -53,7 +53,8 @@ struct Keys {
   }
   uint8_t* row(int64_t j) { return const_cast<uint8_t*>(blocks[j / kBlockSize]) + (j % kBlockSize) * row_bytes; }
   KvView view(GgmlType t) const {
-    return {.type = t, .blocks = blocks.data(), .block_size = kBlockSize, .row_stride = row_bytes, .elem_offset = offset};
+    return {
+        .type = t, .blocks = blocks.data(), .block_size = kBlockSize, .row_stride = row_bytes, .elem_offset = offset};
   }
 };
 
@@ -64,8 +65,13 @@ void check(const Case& c, uint32_t seed) {
   const auto w = random_floats(rng, c.n_head, -0.5f, 0.5f);
   std::vector<uint8_t> packed(indexer_query_bytes(c.type, c.n_head, c.dim));
   indexer_pack_query(c.type, q.data(), w.data(), c.n_head, c.dim, packed.data());
-  const IndexerScoreArgs base{.q = packed.data(), .n_head = c.n_head, .dim = c.dim, .keys = keys.view(c.type),
-                              .k0 = c.k0, .k1 = c.k0 + c.n_keys, .out = nullptr};
+  const IndexerScoreArgs base{.q = packed.data(),
+                              .n_head = c.n_head,
+                              .dim = c.dim,
+                              .keys = keys.view(c.type),
+                              .k0 = c.k0,
+                              .k1 = c.k0 + c.n_keys,
+                              .out = nullptr};
 
   std::vector<float> want(static_cast<size_t>(c.n_keys));
   IndexerScoreArgs a = base;

@@ -65,7 +65,9 @@ std::vector<uint8_t> act_rows(std::mt19937& rng, GgmlType t, int64_t n, int64_t 
 }
 
 // Bit equality, with any NaN equal to any NaN (overflowing products of huge scales).
-bool same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || f32_to_bits(a) == f32_to_bits(b); }
+bool same(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || f32_to_bits(a) == f32_to_bits(b);
+}
 
 std::vector<int64_t> lengths(GgmlType t) {
   if (ggml_type_traits(t).block_size == 32) return {32, 96, 128, 160, 1056};
@@ -76,8 +78,11 @@ struct Case {
   ScaleMode mode;
   int fill;  // -1: random quant bits
 };
-const Case kCases[] = {{ScaleMode::kRandom, -1}, {ScaleMode::kHuge, -1}, {ScaleMode::kTiny, -1},
-                       {ScaleMode::kRandom, 0x00}, {ScaleMode::kRandom, 0xFF}};
+const Case kCases[] = {{ScaleMode::kRandom, -1},
+                       {ScaleMode::kHuge, -1},
+                       {ScaleMode::kTiny, -1},
+                       {ScaleMode::kRandom, 0x00},
+                       {ScaleMode::kRandom, 0xFF}};
 
 TEST(IquantKernels, VecDotBitExact) {
   std::mt19937 rng(27);
@@ -90,7 +95,8 @@ TEST(IquantKernels, VecDotBitExact) {
           const float want = ref::vec_dot(t, n, w.data(), a.data());
           const float got = kt->vec_dot(t, n, w.data(), a.data());
           ASSERT_TRUE(same(got, want)) << table_name(*kt) << " " << ggml_type_name(t) << " n=" << n << " mode "
-                                       << static_cast<int>(c.mode) << " fill " << c.fill << ": " << got << " vs " << want;
+                                       << static_cast<int>(c.mode) << " fill " << c.fill << ": " << got << " vs "
+                                       << want;
         }
 }
 
@@ -126,13 +132,15 @@ TEST(IquantKernels, MatmulBitExact) {
               for (int64_t r = 0; r < n_out; ++r) {
                 const float got = out[static_cast<size_t>(it * n_out + r)];
                 if (r < r0 || r >= r1) {
-                  ASSERT_TRUE(std::isnan(got)) << table_name(*kt) << " " << ggml_type_name(t) << " row " << r << " outside";
+                  ASSERT_TRUE(std::isnan(got))
+                      << table_name(*kt) << " " << ggml_type_name(t) << " row " << r << " outside";
                   continue;
                 }
                 const float want = ref::vec_dot(t, n, w.data() + r * wrow, a.data() + it * arow);
-                ASSERT_TRUE(same(got, want)) << table_name(*kt) << " " << ggml_type_name(t) << " n=" << n << " tok " << it << "/"
-                                             << n_tok << " rows [" << r0 << ", " << r1 << ") row " << r << " mode "
-                                             << static_cast<int>(c.mode) << " fill " << c.fill << ": " << got << " vs " << want;
+                ASSERT_TRUE(same(got, want))
+                    << table_name(*kt) << " " << ggml_type_name(t) << " n=" << n << " tok " << it << "/" << n_tok
+                    << " rows [" << r0 << ", " << r1 << ") row " << r << " mode " << static_cast<int>(c.mode)
+                    << " fill " << c.fill << ": " << got << " vs " << want;
               }
           }
         }
@@ -150,8 +158,17 @@ TEST(IquantKernels, LongBatchesBitExact) {
       const auto a = act_rows(rng, t, n, n_tok, -1);
       const size_t wrow = ggml_row_size(t, n), arow = ggml_row_size(vec_dot_type(t), n);
       std::vector<float> out(static_cast<size_t>(n_out * n_tok), NAN);
-      kt->matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n, .row_begin = 0, .row_end = n_out,
-                  .act = a.data(), .act_row_stride = arow, .n_tok = n_tok, .out = out.data(), .out_stride = n_out});
+      kt->matmul({.wtype = t,
+                  .w = w.data(),
+                  .w_row_stride = wrow,
+                  .n_in = n,
+                  .row_begin = 0,
+                  .row_end = n_out,
+                  .act = a.data(),
+                  .act_row_stride = arow,
+                  .n_tok = n_tok,
+                  .out = out.data(),
+                  .out_stride = n_out});
       for (int64_t it = 0; it < n_tok; ++it)
         for (int64_t r = 0; r < n_out; ++r) {
           const float want = ref::vec_dot(t, n, w.data() + r * wrow, a.data() + it * arow);

@@ -24,7 +24,9 @@ constexpr double kDotTol = 1e-5;
 constexpr double kFloatDotTol = 2e-5;
 // [KQUANT_EXACT] / [QUANT_EXACT]: quantized dot products (every block type but the float
 // ones) are bit-identical to the reference on every ISA.
-bool kquant(GgmlType t) { return ggml_type_traits(t).block_size > 1; }
+bool kquant(GgmlType t) {
+  return ggml_type_traits(t).block_size > 1;
+}
 // Elementwise ops with vectorized exp/sqrt: a few ulps.
 constexpr double kElemRelTol = 2e-6;
 
@@ -101,8 +103,8 @@ TEST(IsaVsRef, VecDotAgreesToFloatRounding) {
         const auto w = random_weights(rng, t, n, 1);
         const auto x = random_floats(rng, n);
         const auto act = quantize_rows(*kt, t, x, n, 1);
-        const double tol = (ggml_type_traits(t).block_size == 1 ? kFloatDotTol : kDotTol) *
-                           abs_dot(t, w.data(), act.data(), n);
+        const double tol =
+            (ggml_type_traits(t).block_size == 1 ? kFloatDotTol : kDotTol) * abs_dot(t, w.data(), act.data(), n);
         const float want = ref::vec_dot(t, n, w.data(), act.data());
         const float got = kt->vec_dot(t, n, w.data(), act.data());
         EXPECT_NEAR(got, want, tol) << isa_label(*kt, t) << " n=" << n;
@@ -117,9 +119,17 @@ void run_matmul(const KernelTable& kt, GgmlType t, int64_t n, const std::vector<
                 const std::vector<uint8_t>& act, int64_t r0, int64_t r1, int64_t t0, int64_t nt, float* out,
                 int64_t ld) {
   const size_t arow = ggml_row_size(vec_dot_type(t), n);
-  kt.matmul({.wtype = t, .w = w.data(), .w_row_stride = ggml_row_size(t, n), .n_in = n, .row_begin = r0,
-             .row_end = r1, .act = act.data() + static_cast<size_t>(t0) * arow, .act_row_stride = arow,
-             .n_tok = nt, .out = out, .out_stride = ld});
+  kt.matmul({.wtype = t,
+             .w = w.data(),
+             .w_row_stride = ggml_row_size(t, n),
+             .n_in = n,
+             .row_begin = r0,
+             .row_end = r1,
+             .act = act.data() + static_cast<size_t>(t0) * arow,
+             .act_row_stride = arow,
+             .n_tok = nt,
+             .out = out,
+             .out_stride = ld});
 }
 
 TEST(IsaVsRef, MatmulMatchesRefAndIsBatchInvariant) {
@@ -160,7 +170,8 @@ TEST(IsaVsRef, MatmulMatchesRefAndIsBatchInvariant) {
             run_matmul(*kt, t, n, w, act, r0, r1, t0, nt, part.data(), ld);
             for (int64_t it = 0; it < nt; ++it)
               for (int64_t r = r0; r < r1; ++r)
-                ASSERT_EQ(f32_to_bits(part[static_cast<size_t>(it * ld + r)]), f32_to_bits(full[static_cast<size_t>((t0 + it) * ld + r)]))
+                ASSERT_EQ(f32_to_bits(part[static_cast<size_t>(it * ld + r)]),
+                          f32_to_bits(full[static_cast<size_t>((t0 + it) * ld + r)]))
                     << isa_label(*kt, t) << " tok " << t0 + it << " row " << r << " batch " << nt;
           }
         }
@@ -177,12 +188,14 @@ TEST(IsaVsRef, DecodeGemvBitExact) {
   // Ranges of 4+ rows take passes over their quarters (one row of each per pass, rows
   // q apart), the rest adjacent rows or the tile loop; rows outside must stay untouched.
   const int64_t n_out = 37;
-  const std::pair<int64_t, int64_t> ranges[] = {{0, 13}, {0, 4}, {1, 6}, {3, 12}, {5, 13}, {12, 13}, {0, 37}, {2, 37}, {3, 35}};
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 13},  {0, 4},  {1, 6},  {3, 12}, {5, 13},
+                                                {12, 13}, {0, 37}, {2, 37}, {3, 35}};
   for (const KernelTable* kt : available_tables())
     for (GgmlType t : weight_types()) {
       if (!kquant(t)) continue;
       const bool k = ggml_type_traits(t).block_size == 256;
-      for (int64_t n : k ? std::vector<int64_t>{256, 512, 768, 1536} : std::vector<int64_t>{32, 96, 128, 160, 224, 1408})
+      for (int64_t n :
+           k ? std::vector<int64_t>{256, 512, 768, 1536} : std::vector<int64_t>{32, 96, 128, 160, 224, 1408})
         for (int fill : {-1, 0xFF, 0x80, 0x00}) {
           auto w = random_weights(rng, t, n, n_out);
           std::vector<float> x = random_floats(rng, n);
@@ -202,8 +215,8 @@ TEST(IsaVsRef, DecodeGemvBitExact) {
               }
               const float want = ref::vec_dot(t, n, w.data() + r * ggml_row_size(t, n), act.data());
               ASSERT_EQ(f32_to_bits(got), f32_to_bits(want))
-                  << isa_label(*kt, t) << " n=" << n << " fill=" << fill << " rows [" << r0 << ", " << r1 << ") row " << r
-                  << ": " << got << " vs " << want;
+                  << isa_label(*kt, t) << " n=" << n << " fill=" << fill << " rows [" << r0 << ", " << r1 << ") row "
+                  << r << ": " << got << " vs " << want;
             }
           }
         }
@@ -219,8 +232,8 @@ TEST(IsaVsRef, IquantExtremeScalesBitExact) {
   const int64_t n_out = 9;
   for (const KernelTable* kt : available_tables())
     for (GgmlType t : iquant_types())
-      for (int64_t n : ggml_type_traits(t).block_size == 256 ? std::vector<int64_t>{256, 1280}
-                                                             : std::vector<int64_t>{32, 96, 1056})
+      for (int64_t n :
+           ggml_type_traits(t).block_size == 256 ? std::vector<int64_t>{256, 1280} : std::vector<int64_t>{32, 96, 1056})
         for (int fill : {-1, 0xFF, 0x00, 0x5A}) {
           auto w = random_weights(rng, t, n, n_out);
           if (fill >= 0) fill_quants(t, w, static_cast<uint8_t>(fill));
@@ -291,8 +304,8 @@ TEST(IsaVsRef, Rope) {
       const int32_t pos[n_tok] = {0, 1, 17, 1000, 4095};
       const auto x = random_floats(rng, n_tok * n_head * head);
       auto want = x, got = x;
-      const RopeArgs a{.x = nullptr, .n_tok = n_tok, .n_head = n_head, .tok_stride = n_head * head,
-                       .head_stride = head, .pos = pos};
+      const RopeArgs a{
+          .x = nullptr, .n_tok = n_tok, .n_head = n_head, .tok_stride = n_head * head, .head_stride = head, .pos = pos};
       RopeArgs aw = a, ag = a;
       aw.x = want.data();
       ag.x = got.data();
@@ -324,9 +337,18 @@ TEST(IsaVsRef, MoeRoute) {
   for (const KernelTable* kt : available_tables()) {
     std::vector<int32_t> ids_want(n_tok * k), ids_got(n_tok * k);
     std::vector<float> w_want(n_tok * k), w_got(n_tok * k);
-    MoeRouteArgs a{.logits = logits.data(), .n_tok = n_tok, .n_expert = n_expert, .n_expert_used = k,
-                   .n_group = 8, .n_group_used = 3, .gating = MoeGating::kSigmoid, .bias = bias.data(),
-                   .norm = true, .scale = 2.5f, .ids = ids_want.data(), .weights = w_want.data()};
+    MoeRouteArgs a{.logits = logits.data(),
+                   .n_tok = n_tok,
+                   .n_expert = n_expert,
+                   .n_expert_used = k,
+                   .n_group = 8,
+                   .n_group_used = 3,
+                   .gating = MoeGating::kSigmoid,
+                   .bias = bias.data(),
+                   .norm = true,
+                   .scale = 2.5f,
+                   .ids = ids_want.data(),
+                   .weights = w_want.data()};
     ref::moe_route(a);
     a.ids = ids_got.data();
     a.weights = w_got.data();

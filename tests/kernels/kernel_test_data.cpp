@@ -17,15 +17,33 @@ void put_half(uint8_t* p, float v) {
 // Byte offsets of the fp16 scale fields of one block: {d, second (dmin/m) or -1}.
 std::pair<int, int> half_fields(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0, -1};
-    case GgmlType::Q4_1: case GgmlType::Q5_1: return {0, 2};
-    case GgmlType::Q2_K: return {80, 82};
-    case GgmlType::Q3_K: return {108, -1};
-    case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
-    case GgmlType::Q6_K: return {208, -1};
-    case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ2_S: case GgmlType::IQ3_XXS:
-    case GgmlType::IQ3_S: case GgmlType::IQ1_S: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: return {0, -1};
-    default: return {-1, -1};  // IQ1_M and MXFP4: see set_scale
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::Q8_0:
+      return {0, -1};
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+      return {0, 2};
+    case GgmlType::Q2_K:
+      return {80, 82};
+    case GgmlType::Q3_K:
+      return {108, -1};
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return {0, 2};
+    case GgmlType::Q6_K:
+      return {208, -1};
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
+      return {0, -1};
+    default:
+      return {-1, -1};  // IQ1_M and MXFP4: see set_scale
   }
 }
 
@@ -130,8 +148,8 @@ void set_extreme_scales(std::mt19937& rng, GgmlType t, std::vector<uint8_t>& w) 
   }
 }
 
-std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x,
-                                   int64_t n, int64_t n_rows) {
+std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x, int64_t n,
+                                   int64_t n_rows) {
   const GgmlType at = vec_dot_type(wtype);
   const size_t row = ggml_row_size(at, n);
   std::vector<uint8_t> out(row * static_cast<size_t>(n_rows));

@@ -12,11 +12,10 @@ namespace ds::test {
 // Every weight type that has a dot product.
 inline const std::vector<GgmlType>& weight_types() {
   static const std::vector<GgmlType> types = {
-      GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
-      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-      GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
+      GgmlType::F32,   GgmlType::F16,     GgmlType::BF16,   GgmlType::Q4_0,   GgmlType::Q4_1,    GgmlType::Q5_0,
+      GgmlType::Q5_1,  GgmlType::Q8_0,    GgmlType::Q2_K,   GgmlType::Q3_K,   GgmlType::Q4_K,    GgmlType::Q5_K,
+      GgmlType::Q6_K,  GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,  GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+      GgmlType::IQ1_S, GgmlType::IQ1_M,   GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
   return types;
 }
 
@@ -50,8 +49,8 @@ void set_extreme_scales(std::mt19937& rng, GgmlType t, std::vector<uint8_t>& w);
 void fill_quants(GgmlType t, std::vector<uint8_t>& w, uint8_t fill);
 
 // n_rows activation rows of n floats quantized to vec_dot_type(wtype) by table kt.
-std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x,
-                                   int64_t n, int64_t n_rows);
+std::vector<uint8_t> quantize_rows(const KernelTable& kt, GgmlType wtype, const std::vector<float>& x, int64_t n,
+                                   int64_t n_rows);
 
 // sum |w_i * a_i| over the dequantized rows, in double: the scale of a dot product's
 // rounding error.

@@ -23,9 +23,17 @@ TEST(Onednn, MatmulMatchesRef) {
     const auto act = quantize_rows(*kernel_table(Isa::kRef), t, random_floats(rng, n_in * n_tok), n_in, n_tok);
     const size_t wrow = ggml_row_size(t, n_in), arow = ggml_row_size(t, n_in);
     std::vector<float> out(static_cast<size_t>(ld * n_tok), NAN);
-    const bool ok = onednn_matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n_in, .row_begin = r0,
-                                   .row_end = r1, .act = act.data(), .act_row_stride = arow, .n_tok = n_tok,
-                                   .out = out.data(), .out_stride = ld});
+    const bool ok = onednn_matmul({.wtype = t,
+                                   .w = w.data(),
+                                   .w_row_stride = wrow,
+                                   .n_in = n_in,
+                                   .row_begin = r0,
+                                   .row_end = r1,
+                                   .act = act.data(),
+                                   .act_row_stride = arow,
+                                   .n_tok = n_tok,
+                                   .out = out.data(),
+                                   .out_stride = ld});
     // oneDNN 2.6 has BF16 matmuls from AVX-512 on; below that the call must fail and write nothing.
     if (t == GgmlType::BF16 && !kernel_table(Isa::kAvx512)) {
       EXPECT_FALSE(ok);
@@ -48,9 +56,17 @@ TEST(Onednn, MatmulMatchesRef) {
   }
   std::vector<uint8_t> q(ggml_row_size(GgmlType::Q4_K, 256));
   float y = 0.0f;
-  EXPECT_FALSE(onednn_matmul({.wtype = GgmlType::Q4_K, .w = q.data(), .w_row_stride = q.size(), .n_in = 256,
-                              .row_begin = 0, .row_end = 1, .act = q.data(), .act_row_stride = q.size(), .n_tok = 1,
-                              .out = &y, .out_stride = 1}));
+  EXPECT_FALSE(onednn_matmul({.wtype = GgmlType::Q4_K,
+                              .w = q.data(),
+                              .w_row_stride = q.size(),
+                              .n_in = 256,
+                              .row_begin = 0,
+                              .row_end = 1,
+                              .act = q.data(),
+                              .act_row_stride = q.size(),
+                              .n_tok = 1,
+                              .out = &y,
+                              .out_stride = 1}));
 }
 
 }  // namespace

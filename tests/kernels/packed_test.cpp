@@ -23,9 +23,8 @@
 namespace ds::test {
 namespace {
 
-const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0,
-                               GgmlType::Q5_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,
-                               GgmlType::Q4_1, GgmlType::Q5_1};
+const GgmlType kPackTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0,
+                               GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_1, GgmlType::Q5_1};
 
 // Bytes at a block's start that the packed layout moves behind its dwords (repack.h).
 size_t head_bytes(GgmlType t) {
@@ -146,9 +145,18 @@ TEST(Repack, PackedMatmulMatchesRefBitwise) {
               for (size_t i = 0; i < wrow; ++i) rows[static_cast<size_t>(r) * wrow + i] ^= 0x5A;
           }
           std::vector<float> out(static_cast<size_t>(ld * nt), NAN);
-          kt->matmul({.wtype = t, .w = rows.data(), .w_row_stride = wrow, .n_in = n, .row_begin = r0, .row_end = r1,
-                      .act = act.data() + static_cast<size_t>(t0) * arow, .act_row_stride = arow, .n_tok = nt,
-                      .out = out.data(), .out_stride = ld, .w_panels = packed.data()});
+          kt->matmul({.wtype = t,
+                      .w = rows.data(),
+                      .w_row_stride = wrow,
+                      .n_in = n,
+                      .row_begin = r0,
+                      .row_end = r1,
+                      .act = act.data() + static_cast<size_t>(t0) * arow,
+                      .act_row_stride = arow,
+                      .n_tok = nt,
+                      .out = out.data(),
+                      .out_stride = ld,
+                      .w_panels = packed.data()});
           for (int64_t it = 0; it < nt; ++it)
             for (int64_t r = 0; r < ld; ++r) {
               const float got = out[static_cast<size_t>(it * ld + r)];
@@ -157,9 +165,9 @@ TEST(Repack, PackedMatmulMatchesRefBitwise) {
                 continue;
               }
               const float want = ref::vec_dot(t, n, w.data() + r * wrow, act.data() + (t0 + it) * arow);
-              ASSERT_EQ(f32_to_bits(got), f32_to_bits(want)) << table_name(*kt) << " " << ggml_type_name(t) << " n_tok " << nt
-                                                     << " tok " << t0 + it << " row " << r << " rows [" << r0 << ", "
-                                                     << r1 << ")";
+              ASSERT_EQ(f32_to_bits(got), f32_to_bits(want))
+                  << table_name(*kt) << " " << ggml_type_name(t) << " n_tok " << nt << " tok " << t0 + it << " row "
+                  << r << " rows [" << r0 << ", " << r1 << ")";
             }
         }
       }

@@ -46,9 +46,17 @@ TEST(PanelMatmul, EveryTokenCountMatchesRefBitwise) {
         const int64_t t0 = (nt * 7) % (max_tok - nt + 1);  // varied first token
         for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {3, 37}, {5, 21}}) {
           std::vector<float> out(static_cast<size_t>(ld * nt), NAN);
-          kt->matmul({.wtype = t, .w = w.data(), .w_row_stride = wrow, .n_in = n, .row_begin = r0, .row_end = r1,
-                      .act = act.data() + static_cast<size_t>(t0) * arow, .act_row_stride = arow, .n_tok = nt,
-                      .out = out.data(), .out_stride = ld});
+          kt->matmul({.wtype = t,
+                      .w = w.data(),
+                      .w_row_stride = wrow,
+                      .n_in = n,
+                      .row_begin = r0,
+                      .row_end = r1,
+                      .act = act.data() + static_cast<size_t>(t0) * arow,
+                      .act_row_stride = arow,
+                      .n_tok = nt,
+                      .out = out.data(),
+                      .out_stride = ld});
           for (int64_t it = 0; it < nt; ++it)
             for (int64_t r = r0; r < r1; ++r)
               ASSERT_EQ(bits_of(out[static_cast<size_t>(it * ld + r)]),

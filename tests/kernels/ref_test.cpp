@@ -62,8 +62,7 @@ TEST(RefKernels, RmsNormSoftmaxSiluMatchFormulas) {
   for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(s[i], std::exp(0.5 * x[i]) / den, 1e-7);
 
   ref::silu_mul(x.data(), w.data(), y.data(), n);
-  for (int64_t i = 0; i < n; ++i)
-    EXPECT_NEAR(y[i], x[i] / (1.0 + std::exp(-static_cast<double>(x[i]))) * w[i], 1e-6);
+  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] / (1.0 + std::exp(-static_cast<double>(x[i]))) * w[i], 1e-6);
 }
 
 // Angle of pair i at pos per SPEC.md (double precision).
@@ -82,8 +81,7 @@ double spec_theta(const RopeParams& p, int pos, int i) {
 
 TEST(RefKernels, RopeMatchesSpecAngles) {
   const float ff[8] = {1, 1, 2, 4, 8, 8, 1.5f, 1};
-  RopeParams yarn{.n_rot = 16, .freq_base = 10000.0f, .freq_scale = 1.0f / 40, .ext_factor = 1.0f,
-                  .n_ctx_orig = 4096};
+  RopeParams yarn{.n_rot = 16, .freq_base = 10000.0f, .freq_scale = 1.0f / 40, .ext_factor = 1.0f, .n_ctx_orig = 4096};
   RopeParams linear{.n_rot = 16, .neox = true, .freq_base = 100000.0f, .freq_scale = 0.25f};
   RopeParams factors{.n_rot = 16, .freq_base = 500000.0f, .freq_factors = ff};
   for (const RopeParams& p : {yarn, linear, factors}) {
@@ -92,8 +90,8 @@ TEST(RefKernels, RopeMatchesSpecAngles) {
     const int32_t pos[3] = {0, 5, 37};
     auto x = random_floats(rng, 3 * n_head * head);
     auto y = x;
-    ref::rope({.x = y.data(), .n_tok = 3, .n_head = n_head, .tok_stride = n_head * head, .head_stride = head, .pos = pos},
-              p);
+    ref::rope(
+        {.x = y.data(), .n_tok = 3, .n_head = n_head, .tok_stride = n_head * head, .head_stride = head, .pos = pos}, p);
     for (int it = 0; it < 3; ++it)
       for (int ih = 0; ih < n_head; ++ih) {
         const float* a = x.data() + (it * n_head + ih) * head;
@@ -116,9 +114,18 @@ TEST(RefKernels, MoeRouteSigmoidBiasGroups) {
   const float bias[8] = {0.1f, 0.1f, 0.2f, 0.2f, 0.0f, 0.0f, -0.9f, 0.0f};
   int32_t ids[3];
   float w[3];
-  ref::moe_route({.logits = logits, .n_tok = 1, .n_expert = 8, .n_expert_used = 3, .n_group = 4,
-                  .n_group_used = 2, .gating = MoeGating::kSigmoid, .bias = bias, .norm = true,
-                  .scale = 2.5f, .ids = ids, .weights = w});
+  ref::moe_route({.logits = logits,
+                  .n_tok = 1,
+                  .n_expert = 8,
+                  .n_expert_used = 3,
+                  .n_group = 4,
+                  .n_group_used = 2,
+                  .gating = MoeGating::kSigmoid,
+                  .bias = bias,
+                  .norm = true,
+                  .scale = 2.5f,
+                  .ids = ids,
+                  .weights = w});
   // choice: 0:.722 1:.699 2:.774 3:.750 4,5:.269 6:-.019 7:.047 -> groups 1.421 1.524 .538 .028
   EXPECT_EQ(ids[0], 2);
   EXPECT_EQ(ids[1], 3);

@@ -17,8 +17,9 @@ struct Case {
   const KernelTable* kt;
 };
 // Readable test parameters in gtest's messages.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.model.name << " " << isa_name(c.kt->isa); }
-
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model.name << " " << isa_name(c.kt->isa);
+}
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.model.name + "_" + isa_name(info.param.kt->isa);
@@ -100,7 +101,8 @@ TEST_P(BlockTest, TeacherForcedSubLayersMatchReference) {
         }
         ++topk_rows;
         topk_same += a == e;
-        if (a != e) std::printf("  blk%d row %lld: indexer set differs (gap %.3g)\n", il, static_cast<long long>(t), topk_gap[t]);
+        if (a != e)
+          std::printf("  blk%d row %lld: indexer set differs (gap %.3g)\n", il, static_cast<long long>(t), topk_gap[t]);
       }
     }
 

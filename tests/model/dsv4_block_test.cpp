@@ -117,7 +117,9 @@ TEST_P(Dsv4BlockTest, TeacherForcedSubLayersMatchReference) {
               static_cast<long long>(topk_same), static_cast<long long>(topk_rows));
 }
 
-std::string isa_case(const testing::TestParamInfo<const KernelTable*>& info) { return isa_name(info.param->isa); }
+std::string isa_case(const testing::TestParamInfo<const KernelTable*>& info) {
+  return isa_name(info.param->isa);
+}
 INSTANTIATE_TEST_SUITE_P(Refdata, Dsv4BlockTest, testing::ValuesIn(available_kernels()), isa_case);
 
 }  // namespace

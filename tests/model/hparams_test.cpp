@@ -184,7 +184,8 @@ TEST(HParams, MissingRequiredKeyIsNamed) {
   }
   const TempModel p = rewrite("tiny-llama-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("llama.block_count"); }});
   EXPECT_NE(load_error(p).find("llama.block_count"), std::string::npos) << load_error(p);
-  const TempModel q = rewrite("tiny-dsv2-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek2.attention.value_length_mla"); }});
+  const TempModel q =
+      rewrite("tiny-dsv2-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek2.attention.value_length_mla"); }});
   EXPECT_NE(load_error(q).find("value_length_mla"), std::string::npos) << load_error(q);
 }
 
@@ -371,7 +372,8 @@ TEST(Weights, TiedOutputUsesTokenEmbedding) {
   Rewrite tied;
   tied.reshape["output.weight"] = {};
   Rewrite copy = tied;
-  copy.extra.push_back({"output.weight", {te->type, {te->ne[0], te->ne[1]}, std::vector<uint8_t>(te->data, te->data + te->nbytes)}});
+  copy.extra.push_back(
+      {"output.weight", {te->type, {te->ne[0], te->ne[1]}, std::vector<uint8_t>(te->data, te->data + te->nbytes)}});
   const TempModel tf = rewrite(M, tied), cf = rewrite(M, copy);
   const auto a = logits_of(tf);
   const auto b = logits_of(cf);
@@ -404,15 +406,16 @@ TEST(HParams, ExpertGroupsLimitTheChoice) {
   const std::string M = "tiny-dsv3-Q4_K_M";
   auto run = [&](int used, std::vector<int32_t>* ids) {
     const TempModel p = rewrite(M, {.meta = [&](GgufWriter& w) {
-      w.set("deepseek2.expert_group_count", gguf_u32(4));
-      w.set("deepseek2.expert_group_used_count", gguf_u32(static_cast<uint32_t>(used)));
-    }});
+                                  w.set("deepseek2.expert_group_count", gguf_u32(4));
+                                  w.set("deepseek2.expert_group_used_count", gguf_u32(static_cast<uint32_t>(used)));
+                                }});
     auto hp = hparams_of(p);
     EXPECT_TRUE(hp.is_ok()) << hp.message();
     EXPECT_EQ(hp->n_group, 4);
     EXPECT_EQ(hp->n_group_used, used);
     const TraceFn trace = [&](const char* name, int il, const void* data, int64_t rows, int64_t cols) {
-      if (std::string(name) == "experts" && il == 1) ids->assign(static_cast<const int32_t*>(data), static_cast<const int32_t*>(data) + rows * cols);
+      if (std::string(name) == "experts" && il == 1)
+        ids->assign(static_cast<const int32_t*>(data), static_cast<const int32_t*>(data) + rows * cols);
     };
     return logits_of(p, M, &trace);
   };
@@ -473,9 +476,8 @@ TEST(HParams, Deepseek32MissingKeysAndMtpBlock) {
     const TempModel p = rewrite("tiny-dsv32-Q4_K_M", {.meta = [&](GgufWriter& w) { w.remove(key); }});
     EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
   }
-  const TempModel n = rewrite("tiny-dsv32-Q4_K_M", {.meta = [](GgufWriter& w) {
-    w.set("deepseek32.nextn_predict_layers", gguf_u32(5));
-  }});
+  const TempModel n = rewrite("tiny-dsv32-Q4_K_M",
+                              {.meta = [](GgufWriter& w) { w.set("deepseek32.nextn_predict_layers", gguf_u32(5)); }});
   EXPECT_NE(load_error(n).find("deepseek32.nextn_predict_layers"), std::string::npos) << load_error(n);
   // The forward never needs the MTP block's tensors: a file without them loads.
   auto src = GgufFile::open(ref_path("tiny-dsv32-Q4_K_M", ".gguf"));
@@ -490,9 +492,8 @@ TEST(HParams, Deepseek32MissingKeysAndMtpBlock) {
   const TempModel r = rewrite("tiny-dsv32-Q4_K_M", {.reshape = {{"blk.2.indexer.k_norm.bias", {}}}});
   EXPECT_NE(load_error(r).find("blk.2.indexer.k_norm.bias"), std::string::npos) << load_error(r);
   // expert_weights_scale is optional for deepseek32 (absent: no scaling).
-  const TempModel s = rewrite("tiny-dsv32-Q4_K_M", {.meta = [](GgufWriter& w) {
-    w.remove("deepseek32.expert_weights_scale");
-  }});
+  const TempModel s =
+      rewrite("tiny-dsv32-Q4_K_M", {.meta = [](GgufWriter& w) { w.remove("deepseek32.expert_weights_scale"); }});
   auto hs = hparams_of(s);
   ASSERT_TRUE(hs.is_ok()) << hs.message();
   EXPECT_EQ(hs->expert_weights_scale, 1.0f);
@@ -532,18 +533,19 @@ TEST(HParams, Deepseek4Keys) {
 }
 
 TEST(HParams, Deepseek4BadFilesAreNamed) {
-  for (const char* key : {"deepseek4.attention.compress_ratios", "deepseek4.hyper_connection.count",
-                          "deepseek4.hash_layer_count", "deepseek4.attention.sliding_window",
-                          "deepseek4.attention.output_group_count", "deepseek4.swiglu_clamp_exp",
-                          "deepseek4.attention.compress_rope_freq_base", "deepseek4.expert_gating_func"}) {
+  for (const char* key :
+       {"deepseek4.attention.compress_ratios", "deepseek4.hyper_connection.count", "deepseek4.hash_layer_count",
+        "deepseek4.attention.sliding_window", "deepseek4.attention.output_group_count", "deepseek4.swiglu_clamp_exp",
+        "deepseek4.attention.compress_rope_freq_base", "deepseek4.expert_gating_func"}) {
     const TempModel p = rewrite(kDsv4, {.meta = [&](GgufWriter& w) { w.remove(key); }});
     EXPECT_NE(load_error(p).find(key), std::string::npos) << load_error(p);
   }
   const TempModel ratio = rewrite(kDsv4, {.meta = [](GgufWriter& w) {
-    w.set("deepseek4.attention.compress_ratios", gguf_arr_i32({0, 4, 64, 4, 0}));
-  }});
+                                    w.set("deepseek4.attention.compress_ratios", gguf_arr_i32({0, 4, 64, 4, 0}));
+                                  }});
   EXPECT_NE(load_error(ratio).find("compress_ratios[2]"), std::string::npos) << load_error(ratio);
-  const TempModel gating = rewrite(kDsv4, {.meta = [](GgufWriter& w) { w.set("deepseek4.expert_gating_func", gguf_u32(2)); }});
+  const TempModel gating =
+      rewrite(kDsv4, {.meta = [](GgufWriter& w) { w.set("deepseek4.expert_gating_func", gguf_u32(2)); }});
   EXPECT_NE(load_error(gating).find("sqrt-softplus"), std::string::npos) << load_error(gating);
   const TempModel sinks = rewrite(kDsv4, {.reshape = {{"blk.2.attn_sinks.weight", {}}}});
   EXPECT_NE(load_error(sinks).find("blk.2.attn_sinks.weight"), std::string::npos) << load_error(sinks);
@@ -552,8 +554,9 @@ TEST(HParams, Deepseek4BadFilesAreNamed) {
   // An expert id outside [0, expert_count) in the hash table.
   std::vector<uint8_t> bad(4 * 32256 * 4, 0);
   bad[4 * 100 + 0] = 16;
-  const TempModel ids = rewrite(kDsv4, {.reshape = {{"blk.0.ffn_gate_tid2eid.weight", {}}},
-                                        .extra = {{"blk.0.ffn_gate_tid2eid.weight", {GgmlType::I32, {4, 32256}, bad}}}});
+  const TempModel ids =
+      rewrite(kDsv4, {.reshape = {{"blk.0.ffn_gate_tid2eid.weight", {}}},
+                      .extra = {{"blk.0.ffn_gate_tid2eid.weight", {GgmlType::I32, {4, 32256}, bad}}}});
   EXPECT_NE(load_error(ids).find("blk.0.ffn_gate_tid2eid.weight"), std::string::npos) << load_error(ids);
 }
 

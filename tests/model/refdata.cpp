@@ -35,9 +35,13 @@ static nlohmann::json ref_json(const std::string& model) {
   return nlohmann::json::parse(read_file_text(ref_path(model, ".json")));
 }
 
-std::vector<int32_t> ref_tokens(const std::string& model) { return ref_json(model)["tokens"].get<std::vector<int32_t>>(); }
+std::vector<int32_t> ref_tokens(const std::string& model) {
+  return ref_json(model)["tokens"].get<std::vector<int32_t>>();
+}
 
-int64_t ref_n_vocab(const std::string& model) { return ref_json(model)["n_vocab"].get<int64_t>(); }
+int64_t ref_n_vocab(const std::string& model) {
+  return ref_json(model)["n_vocab"].get<int64_t>();
+}
 
 std::vector<float> ref_logits(const std::string& model) {
   const auto bytes = read_file_bytes(ref_path(model, ".logits.f16"));

@@ -10,10 +10,8 @@
 namespace ds {
 namespace {
 
-std::unique_ptr<BlockPool> make_pool(int n_blocks, int block_size = 16, size_t bpt = 100,
-                                     const char* numa = "none") {
-  auto pool = BlockPool::create({.n_blocks = n_blocks, .block_size = block_size, .bytes_per_token = bpt,
-                                 .numa = numa});
+std::unique_ptr<BlockPool> make_pool(int n_blocks, int block_size = 16, size_t bpt = 100, const char* numa = "none") {
+  auto pool = BlockPool::create({.n_blocks = n_blocks, .block_size = block_size, .bytes_per_token = bpt, .numa = numa});
   EXPECT_TRUE(pool.is_ok()) << pool.message();
   return std::move(pool).value();
 }

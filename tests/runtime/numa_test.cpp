@@ -86,8 +86,8 @@ TEST(Numa, LargeAllocationsGetTransparentHugePages) {
     auto buf = NumaBuffer::allocate(size_t{16} << 20, m);
     ASSERT_TRUE(buf.is_ok());
     std::memset(buf->data(), 1, buf->size());
-    EXPECT_GT(anon_huge_kb(buf->data()), 0) << "no huge pages behind a 16 MiB " << numa_mode_name(m)
-                                            << " buffer (THP " << mode << ")";
+    EXPECT_GT(anon_huge_kb(buf->data()), 0)
+        << "no huge pages behind a 16 MiB " << numa_mode_name(m) << " buffer (THP " << mode << ")";
   }
 }
 

@@ -20,15 +20,19 @@ void* operator new(size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
 
 namespace ds {
 namespace {
 
 void check_runs(ThreadPool& pool, int n_runs) {
   const int nth = pool.n_threads();
-  std::vector<int> calls(nth, 0);         // plain ints: visibility is what run() promises
+  std::vector<int> calls(nth, 0);  // plain ints: visibility is what run() promises
   std::vector<int> seen_nth(nth, 0);
   std::vector<int64_t> data(4096, 0);
   for (int r = 0; r < n_runs; ++r) {

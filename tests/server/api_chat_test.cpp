@@ -229,7 +229,8 @@ TEST_F(ApiChat, ForcedCallsArePrefilledAndValidated) {
   start(named + "{\"town\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
   j = post({{"messages", user("hi")}, {"tools", kTools}, {"tool_choice", choice}, {"max_tokens", 200}});
   ASSERT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << j;
-  const json args2 = json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  const json args2 =
+      json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
   EXPECT_TRUE(args2.contains("city")) << args2;
   EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
   // A schema outside the constrained subset: the call is generated unconstrained and checked
@@ -288,7 +289,8 @@ TEST_F(ApiChat, AutoCallsAreHeldToTheirSchemaOnceOpened) {
   start("ok" + kV4Calls, false, ToolCallFormat::kV4);
   j = post(long_body);
   EXPECT_EQ(json::parse(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
-            json({{"city", "Hang \"zhou\""}, {"days", 3}})) << j;
+            json({{"city", "Hang \"zhou\""}, {"days", 3}}))
+      << j;
 }
 
 TEST_F(ApiChat, ToolChoiceNoneHidesToolsAndSwitchesReachTheTemplate) {

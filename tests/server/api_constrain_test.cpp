@@ -56,7 +56,12 @@ class ApiConstrain : public ::testing::Test {
     HttpResponse r = call(path, body);
     EXPECT_EQ(r.status, 200) << r.body;
     std::string raw;
-    StreamSink sink{.write = [&](std::string_view s) { raw.append(s); return true; }, .alive = [] { return true; }};
+    StreamSink sink{.write =
+                        [&](std::string_view s) {
+                          raw.append(s);
+                          return true;
+                        },
+                    .alive = [] { return true; }};
     if (r.stream) r.stream(sink);
     std::string text;
     size_t pos = 0;
@@ -68,7 +73,8 @@ class ApiConstrain : public ::testing::Test {
       json j = json::parse(ev);
       if (!j.contains("choices") || j["choices"].empty()) continue;
       const json& c = j["choices"][0];
-      if (c.contains("delta") && c["delta"].contains("content") && c["delta"]["content"].is_string()) text += c["delta"]["content"];
+      if (c.contains("delta") && c["delta"].contains("content") && c["delta"]["content"].is_string())
+        text += c["delta"]["content"];
       if (c.contains("finish_reason") && c["finish_reason"].is_string()) *finish = c["finish_reason"];
     }
     return text;
@@ -129,7 +135,8 @@ TEST_F(ApiConstrain, ChatJsonSchemaValidates) {
     json body = {{"messages", {{{"role", "user"}, {"content", "give json"}}}},
                  {"max_tokens", 400},
                  {"seed", seed},
-                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", kSchema}}}}}};
+                 {"response_format",
+                  {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", kSchema}}}}}};
     json j = post("/v1/chat/completions", body);
     const std::string finish = j["choices"][0]["finish_reason"];
     n_stop += finish == "stop";
@@ -170,27 +177,36 @@ TEST_F(ApiConstrain, JsonObjectIsAnObject) {
 
 TEST_F(ApiConstrain, CompletionGrammarAndJsonSchema) {
   for (int seed = 0; seed < 6; ++seed) {
-    json j = post("/completion", {{"prompt", "answer:"}, {"n_predict", 20}, {"seed", seed},
+    json j = post("/completion", {{"prompt", "answer:"},
+                                  {"n_predict", 20},
+                                  {"seed", seed},
                                   {"grammar", "root ::= (\"yes\" | \"no\") \" \" [0-9]{2}"}});
     const std::string c = j["content"];
     EXPECT_TRUE(c.size() == 6 || c.size() == 5) << c;
     EXPECT_TRUE(c.rfind("yes ", 0) == 0 || c.rfind("no ", 0) == 0) << c;
     EXPECT_EQ(j["stop_type"], "eos");
   }
-  const ojson schema = {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 9}}}, {"minItems", 2}, {"maxItems", 3}};
+  const ojson schema = {{"type", "array"},
+                        {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 9}}},
+                        {"minItems", 2},
+                        {"maxItems", 3}};
   json j = post("/completion", {{"prompt", "list:"}, {"n_predict", 40}, {"seed", 3}, {"json_schema", schema}});
   EXPECT_EQ(j["stop_type"], "eos");
   expect_valid(schema, j["content"], "stop");
-  json o = post("/v1/completions", {{"prompt", "list:"}, {"max_tokens", 40}, {"seed", 3},
-                                    {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
+  json o =
+      post("/v1/completions", {{"prompt", "list:"},
+                               {"max_tokens", 40},
+                               {"seed", 3},
+                               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
   expect_valid(schema, o["choices"][0]["text"], o["choices"][0]["finish_reason"]);
 }
 
 TEST_F(ApiConstrain, CannotFinishIsLengthNotStop) {
   const ojson schema = {{"const", "a fairly long constant string"}};
-  json j = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}},
-                                         {"max_tokens", 5},
-                                         {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
+  json j = post("/v1/chat/completions",
+                {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                 {"max_tokens", 5},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}});
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(j["choices"][0]["message"]["content"], "\"a fa");
 }
@@ -202,12 +218,19 @@ TEST_F(ApiConstrain, ErrorsNameFieldKeywordAndPosition) {
   expect_error(call("/v1/chat/completions", b), "response_format.type");
   b["response_format"] = {{"type", "json_schema"}};
   expect_error(call("/v1/chat/completions", b), "response_format.json_schema");
-  b["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"contentEncoding", "base64"}}}}}};
+  b["response_format"] = {{"type", "json_schema"},
+                          {"json_schema", {{"schema", {{"type", "string"}, {"contentEncoding", "base64"}}}}}};
   expect_error(call("/v1/chat/completions", b), "unsupported keyword 'contentEncoding'");
-  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\"\nb ::= [x"}}), "grammar: line 2, column 7: unterminated character class");
-  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= undefined-rule"}}), "undefined rule 'undefined-rule'");
-  expect_error(call("/completion", {{"prompt", "x"}, {"json_schema", {{"type", "integer"}, {"minimum", 5}, {"maximum", 1}}}}), "json_schema");
-  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "string"}}}}), "only one of");
+  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\"\nb ::= [x"}}),
+               "grammar: line 2, column 7: unterminated character class");
+  expect_error(call("/completion", {{"prompt", "x"}, {"grammar", "root ::= undefined-rule"}}),
+               "undefined rule 'undefined-rule'");
+  expect_error(
+      call("/completion", {{"prompt", "x"}, {"json_schema", {{"type", "integer"}, {"minimum", 5}, {"maximum", 1}}}}),
+      "json_schema");
+  expect_error(
+      call("/completion", {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "string"}}}}),
+      "only one of");
 }
 
 // An array of prompts: one result per prompt, in order, each equal to the prompt's own run.
@@ -236,7 +259,8 @@ TEST_F(ApiConstrain, PromptArraysGiveOneResultPerPrompt) {
   // route ends each prompt with its final object, OpenAI's with a finish_reason per index.
   std::map<int, std::string> text;
   std::set<int> ended;
-  for (const json& e : events("/completion", {{"prompt", prompts}, {"n_predict", 12}, {"temperature", 0}, {"stream", true}})) {
+  for (const json& e :
+       events("/completion", {{"prompt", prompts}, {"n_predict", 12}, {"temperature", 0}, {"stream", true}})) {
     const int i = e["index"];
     text[i] += e["content"].get<std::string>();
     if (e["stop"] == true) ended.insert(i);
@@ -321,7 +345,8 @@ TEST_F(ApiConstrain, NChoicesStreamedEqualNonStreamed) {
   EXPECT_EQ(raw.rfind("data: [DONE]\n\n"), raw.size() - 14);
   // Completions: n = 2 streamed.
   std::map<int, std::string> ctext;
-  for (const json& e : events("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 5}, {"n", 2}, {"stream", true}})) {
+  for (const json& e :
+       events("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 5}, {"n", 2}, {"stream", true}})) {
     for (const json& c : e["choices"]) ctext[c["index"].get<int>()] += c["text"].get<std::string>();
   }
   json c = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"seed", 5}, {"n", 2}});
@@ -333,7 +358,10 @@ TEST_F(ApiConstrain, NChoicesStreamedEqualNonStreamed) {
 // candidates whose probabilities sum to 1), before temperature (greedy picks the top entry).
 TEST_F(ApiConstrain, ChatLogprobs) {
   const json msgs = {{{"role", "user"}, {"content", "x"}}};
-  json j = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 1}, {"logprobs", true}, {"top_logprobs", 5},
+  json j = post("/v1/chat/completions", {{"messages", msgs},
+                                         {"max_tokens", 1},
+                                         {"logprobs", true},
+                                         {"top_logprobs", 5},
                                          {"grammar", "root ::= \"a\" | \"b\""}});
   const json& c = j["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(c.size(), 1u) << j;
@@ -343,8 +371,8 @@ TEST_F(ApiConstrain, ChatLogprobs) {
   EXPECT_NEAR(mass, 1.0, 1e-5);
   EXPECT_TRUE(c[0]["token"] == "a" || c[0]["token"] == "b");
 
-  json g = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", true},
-                                         {"top_logprobs", 3}});
+  json g = post("/v1/chat/completions",
+                {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 3}});
   const json& e = g["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(e.size(), g["usage"]["completion_tokens"].get<size_t>()) << g;
   std::string text;
@@ -358,27 +386,35 @@ TEST_F(ApiConstrain, ChatLogprobs) {
   }
   EXPECT_EQ(text, g["choices"][0]["message"]["content"]);
   // The same tokens sampled at another temperature have the same log-probabilities.
-  json hot = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0.3}, {"seed", 1},
-                                           {"logprobs", true}});
+  json hot = post("/v1/chat/completions",
+                  {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0.3}, {"seed", 1}, {"logprobs", true}});
   const json& h = hot["choices"][0]["logprobs"]["content"];
   for (size_t i = 0; i < std::min(h.size(), e.size()) && h[i]["token"] == e[i]["token"]; ++i) {
     EXPECT_FLOAT_EQ(h[i]["logprob"].get<float>(), e[i]["logprob"].get<float>()) << i;
   }
   // Streamed: the chunks' entries add up to the tokens.
-  HttpResponse r = call("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0},
-                                                 {"logprobs", true}, {"stream", true}});
+  HttpResponse r =
+      call("/v1/chat/completions",
+           {{"messages", msgs}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", true}, {"stream", true}});
   std::string raw;
-  StreamSink sink{.write = [&](std::string_view s) { raw.append(s); return true; }, .alive = [] { return true; }};
+  StreamSink sink{.write =
+                      [&](std::string_view s) {
+                        raw.append(s);
+                        return true;
+                      },
+                  .alive = [] { return true; }};
   r.stream(sink);
   size_t n = 0, pos = 0;
   while ((pos = raw.find("data: {", pos)) != std::string::npos) {
     const size_t end = raw.find("\n\n", pos);
     json ev = json::parse(raw.substr(pos + 6, end - pos - 6));
     pos = end;
-    if (ev["choices"].size() && ev["choices"][0]["logprobs"].is_object()) n += ev["choices"][0]["logprobs"]["content"].size();
+    if (ev["choices"].size() && ev["choices"][0]["logprobs"].is_object())
+      n += ev["choices"][0]["logprobs"]["content"].size();
   }
   EXPECT_EQ(n, e.size());
-  expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"top_logprobs", 21}, {"logprobs", true}}), "top_logprobs");
+  expect_error(call("/v1/chat/completions", {{"messages", msgs}, {"top_logprobs", 21}, {"logprobs", true}}),
+               "top_logprobs");
 }
 
 TEST_F(ApiConstrain, CompletionLogprobs) {
@@ -401,7 +437,10 @@ TEST_F(ApiConstrain, CompletionLogprobs) {
 // Byte tokens 0xC8 and 0xC9 are not UTF-8 by themselves: both would read U+FFFD and collide
 // as keys of top_logprobs; they come out as OpenAI writes them, "bytes:\xNN".
 TEST_F(ApiConstrain, CompletionLogprobsKeysOfByteTokens) {
-  json j = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 2},
+  json j = post("/v1/completions", {{"prompt", "abc"},
+                                    {"max_tokens", 1},
+                                    {"temperature", 0},
+                                    {"logprobs", 2},
                                     {"logit_bias", {{"200", 300}, {"201", 290}}}});
   const json& lp = j["choices"][0]["logprobs"];
   ASSERT_TRUE(lp.is_object()) << j;
@@ -412,16 +451,19 @@ TEST_F(ApiConstrain, CompletionLogprobsKeysOfByteTokens) {
   EXPECT_TRUE(top.contains("bytes:\\xc9")) << j;
   EXPECT_GT(top["bytes:\\xc8"].get<double>(), top["bytes:\\xc9"].get<double>());
   // UTF-8 tokens keep their text.
-  json a = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 1}, {"logprobs", 1}, {"logit_bias", {{"65", 60}}}});
+  json a =
+      post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 1}, {"logprobs", 1}, {"logit_bias", {{"65", 60}}}});
   EXPECT_EQ(a["choices"][0]["logprobs"]["tokens"][0], "A") << a;
 }
 
 // /completion n_probs: llama.cpp's fields, the model's top_logprobs and the sampling chain's
 // top_probs; under a two-token grammar the model's distribution has exactly two tokens.
 TEST_F(ApiConstrain, CompletionNProbsFields) {
-  json j = post("/completion", {{"prompt", "q"}, {"n_predict", 1}, {"n_probs", 4}, {"grammar", "root ::= \"x\" | \"y\""}});
+  json j =
+      post("/completion", {{"prompt", "q"}, {"n_predict", 1}, {"n_probs", 4}, {"grammar", "root ::= \"x\" | \"y\""}});
   const json& p = j["completion_probabilities"][0];
-  for (const char* k : {"id", "token", "bytes", "logprob", "prob", "top_logprobs", "top_probs"}) EXPECT_TRUE(p.contains(k)) << k;
+  for (const char* k : {"id", "token", "bytes", "logprob", "prob", "top_logprobs", "top_probs"})
+    EXPECT_TRUE(p.contains(k)) << k;
   ASSERT_EQ(p["top_logprobs"].size(), 2u) << j;
   double mass = 0;
   for (const json& t : p["top_logprobs"]) mass += std::exp(t["logprob"].get<double>());

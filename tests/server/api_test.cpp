@@ -384,15 +384,17 @@ TEST_F(Api, ClientLeavingMidStreamCancelsAndFreesKv) {
 TEST_F(Api, ClientLeavingMidStreamCancelsEveryChoice) {
   start({.eos_percent = 0, .step_delay = 1ms});
   const json msgs = {{{"role", "user"}, {"content", "long"}}};
-  std::string out = stream("/v1/chat/completions",
-                           {{"messages", msgs}, {"n", 3}, {"max_tokens", 100000}, {"ignore_eos", true}, {"stream", true}},
-                           /*stop_after=*/8);
+  std::string out =
+      stream("/v1/chat/completions",
+             {{"messages", msgs}, {"n", 3}, {"max_tokens", 100000}, {"ignore_eos", true}, {"stream", true}},
+             /*stop_after=*/8);
   EXPECT_EQ(out.find("[DONE]"), std::string::npos);
   expect_idle_kv();
   EXPECT_EQ(loop_->stats().n_running, 0);
-  stream("/completion",
-         {{"prompt", json::array({"one", "two", "three"})}, {"n_predict", 100000}, {"ignore_eos", true}, {"stream", true}},
-         /*stop_after=*/6);
+  stream(
+      "/completion",
+      {{"prompt", json::array({"one", "two", "three"})}, {"n_predict", 100000}, {"ignore_eos", true}, {"stream", true}},
+      /*stop_after=*/6);
   expect_idle_kv();
   EXPECT_EQ(loop_->stats().n_running, 0);
 }

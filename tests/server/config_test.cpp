@@ -98,7 +98,7 @@ TEST(Config, FileThenFlagsOverride) {
   ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_EQ(r->config.model, "a.gguf");
   EXPECT_EQ(r->config.ctx_size, 512);  // "ctx_size" in a file is the total too: 2048 over 4 sequences
-  EXPECT_EQ(r->config.port, 4321);  // the flag wins wherever --config appears
+  EXPECT_EQ(r->config.port, 4321);     // the flag wins wherever --config appears
   EXPECT_FALSE(r->config.prefix_cache);
   std::ofstream(dir + "/bad.json") << R"({"model": "a.gguf", "ctx-size": "big"})";
   auto b = parse_server_args({"--config", dir + "/bad.json"});

@@ -97,8 +97,8 @@ class HostileApi : public ::testing::Test {
   ServerContext ctx_;
 };
 
-const char* const kPostRoutes[] = {"/completion", "/completions", "/v1/completions", "/v1/chat/completions",
-                                   "/chat/completions", "/tokenize", "/detokenize"};
+const char* const kPostRoutes[] = {"/completion",       "/completions", "/v1/completions", "/v1/chat/completions",
+                                   "/chat/completions", "/tokenize",    "/detokenize"};
 
 TEST_F(HostileApi, DeepNestingInAnyFieldIs400NamingTheField) {
   const std::string deep = nested(100000);  // ~200 KB; used to overflow the stack
@@ -139,8 +139,9 @@ TEST_F(HostileApi, OutOfRangeNumbersAre400NamingTheField) {
                    std::string("\"") + field + "\": the number");
     }
   }
-  expect_error(post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"5":1e999}})"),
-               400, "\"logit_bias.5\": the number 1e999 is out of range");
+  expect_error(
+      post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"5":1e999}})"), 400,
+      "\"logit_bias.5\": the number 1e999 is out of range");
   // Big but finite values are range errors of the field itself.
   expect_error(post("/completion", R"({"prompt":"a","temperature":1e300})"), 400, "\"temperature\" must be");
   expect_error(post("/completion", R"({"prompt":"a","seed":18446744073709551615})"), 400, "\"seed\" must be");
@@ -173,9 +174,9 @@ TEST_F(HostileApi, PromptThatMustExceedTheContextIsRejectedBeforeTokenizing) {
   expect_error(post("/completion", json{{"prompt", json::array({1, 2, std::string(limit - 3, 'a')})}}.dump()), 400,
                "at least 513 tokens");  // 2 ids + (limit - 3) / 3
   expect_error(post("/v1/completions", json{{"prompt", word}}.dump()), 400, "\"prompt\" has");
-  expect_error(post("/v1/chat/completions",
-                    json{{"messages", json::array({{{"role", "user"}, {"content", word}}})}}.dump()),
-               400, "\"messages\" has");
+  expect_error(
+      post("/v1/chat/completions", json{{"messages", json::array({{{"role", "user"}, {"content", word}}})}}.dump()),
+      400, "\"messages\" has");
   expect_error(post("/tokenize", json{{"content", word}}.dump()), 400, "\"content\" has");
   EXPECT_EQ(codec_.bytes_encoded.load(), 0u);
   // One byte less may still fit: it is tokenized, then rejected by its token count.

@@ -281,8 +281,8 @@ TEST_F(HostileHttp, TransportRefusalsCarryCorsHeaders) {
       refused(port(), "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://app.example\r\n\r\n");
   EXPECT_EQ(r.status, 411);
   EXPECT_NE(r.headers.find("Access-Control-Allow-Origin: "), std::string::npos) << r.headers;
-  const RawResponse big = refused(port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " +
-                                              std::string(70 * 1024, 'a') + "\r\n\r\n");
+  const RawResponse big =
+      refused(port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n");
   EXPECT_EQ(big.status, 431);
   EXPECT_NE(big.headers.find("Access-Control-Allow-Origin: *"), std::string::npos) << big.headers;
 }

@@ -317,8 +317,8 @@ TEST_F(ServerE2E, NChoicesRunTogetherAndMatchSeedPlusIndex) {
   json all = post(port(), "/v1/completions", req);
   ASSERT_EQ(all["choices"].size(), 3u) << all;
   for (int i = 0; i < 3; ++i) {
-    json one = post(port(), "/v1/completions",
-                    {{"prompt", prompt}, {"max_tokens", 10}, {"temperature", 1}, {"seed", 21 + i}});
+    json one =
+        post(port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 10}, {"temperature", 1}, {"seed", 21 + i}});
     EXPECT_EQ(all["choices"][static_cast<size_t>(i)]["text"], one["choices"][0]["text"]) << i;
     EXPECT_GT(one["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
   }
@@ -537,8 +537,9 @@ TEST(ServerE2EAlone, MlockLocksTheWeights) {
 TEST(ServerE2EAlone, MlockOverTheLimitExitsWithAClearError) {
   const std::string bin = binary_dir() + "/src/ds-server";
   const std::string log = make_temp_dir("ds_server_mlock") + "/server.log";
-  std::vector<std::string> args = {bin, "--host", "127.0.0.1", "--port", "0", "--model",
-                                   model_path("tiny-llama-Q4_K_M.gguf"), "--mlock", "--threads", "2"};
+  std::vector<std::string> args = {
+      bin,       "--host",    "127.0.0.1", "--port", "0", "--model", model_path("tiny-llama-Q4_K_M.gguf"),
+      "--mlock", "--threads", "2"};
   const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
   const pid_t pid = fork();

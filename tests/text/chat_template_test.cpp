@@ -104,9 +104,11 @@ TEST(ChatTemplate, UnknownRoleIsAnError) {
 // and no generation prompt follows tool results. Typed from the template text.
 TEST(ChatTemplate, DeepSeekV3ToolRoundTrip) {
   ChatInput in;
-  in.messages = {{"system", "S"}, {"user", "Weather?"}, {"assistant", std::nullopt}, {"tool", "21C"},
+  in.messages = {{"system", "S"},   {"user", "Weather?"},   {"assistant", std::nullopt}, {"tool", "21C"},
                  {"tool", "sunny"}, {"assistant", "Warm."}, {"user", "Thanks"}};
-  in.messages[2].tool_calls = {{.id = "call_1", .type = "function", .name = "get_weather",
+  in.messages[2].tool_calls = {{.id = "call_1",
+                                .type = "function",
+                                .name = "get_weather",
                                 .arguments = nlohmann::ordered_json{{"city", "Paris"}}}};
   ChatTemplate t(ChatFormat::kDeepseek3, kBos, kEos);
   EXPECT_EQ(t.tool_call_format(), ToolCallFormat::kR1);

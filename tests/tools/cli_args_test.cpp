@@ -13,9 +13,15 @@
 namespace ds {
 namespace {
 
-test::CommandResult run(const std::string& cmd) { return test::run_command("timeout 60 " + cmd + " 2>&1"); }
-std::string cli() { return test::cli_path(); }
-std::string model() { return test::shared_path("refdata/tiny-llama-Q4_K_M.gguf"); }
+test::CommandResult run(const std::string& cmd) {
+  return test::run_command("timeout 60 " + cmd + " 2>&1");
+}
+std::string cli() {
+  return test::cli_path();
+}
+std::string model() {
+  return test::shared_path("refdata/tiny-llama-Q4_K_M.gguf");
+}
 
 struct Case {
   std::string args;

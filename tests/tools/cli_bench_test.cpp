@@ -13,9 +13,13 @@
 namespace ds::test {
 namespace {
 
-std::string model() { return shared_path("refdata/tiny-dsv3-Q4_K_M.gguf"); }
+std::string model() {
+  return shared_path("refdata/tiny-dsv3-Q4_K_M.gguf");
+}
 
-CommandResult run(const std::string& args) { return run_command(cli_path() + " " + args + " 2>&1"); }
+CommandResult run(const std::string& args) {
+  return run_command(cli_path() + " " + args + " 2>&1");
+}
 
 // The one line of `out` that starts with '{', parsed; fails the test when there is not exactly one.
 nlohmann::json json_line(const std::string& out) {
@@ -35,7 +39,8 @@ TEST(CliBench, JsonHasMeasuredRatesAndLimits) {
   const auto r = run("bench --model " + model() + " -p 8 -n 4 -d 12 -t 2 --batch 2 --repeats 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = json_line(r.out);
-  for (const char* k : {"pp_tps", "tg_tps", "batch_tg_tps", "bandwidth_gbs", "int8_gops", "fp32_gflops", "tg_roofline", "pp_roofline"}) {
+  for (const char* k : {"pp_tps", "tg_tps", "batch_tg_tps", "bandwidth_gbs", "int8_gops", "fp32_gflops", "tg_roofline",
+                        "pp_roofline"}) {
     ASSERT_TRUE(j.contains(k)) << k << " missing: " << j.dump();
     EXPECT_GT(j[k].get<double>(), 0.0) << k;
   }
@@ -97,9 +102,9 @@ TEST(CliBench, NoLimitsSkipsTheProbes) {
 TEST(CliBench, ProfileBreaksStepsDownByStage) {
   const auto r = run("bench --model " + model() + " -p 8 -n 2 -d 4 --batch 3 --repeats 1 --no-limits --profile");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  for (const char* s : {"profile of one prefill chunk of 8 tokens", "profile of one decode step",
-                        "profile of one decode step of 3 sequences", "attention", "router", "ffn_experts",
-                        "output_head", "tg2 @ d4"})
+  for (const char* s :
+       {"profile of one prefill chunk of 8 tokens", "profile of one decode step",
+        "profile of one decode step of 3 sequences", "attention", "router", "ffn_experts", "output_head", "tg2 @ d4"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
@@ -121,9 +126,9 @@ TEST(CliBench, BadArgumentsExitWithAMessage) {
 TEST(CliDoctor, ReportsHostAndRecommendations) {
   const auto r = run("doctor");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  for (const char* s : {"instruction sets:", "AVX2", "AVX-512", "AMX", "NUMA nodes:", "transparent huge pages",
-                        "read bandwidth:", "int8 dot-product peak:", "float32 FMA peak:", "recommended ds-server flags:", "--threads",
-                        "--numa"})
+  for (const char* s :
+       {"instruction sets:", "AVX2", "AVX-512", "AMX", "NUMA nodes:", "transparent huge pages", "read bandwidth:",
+        "int8 dot-product peak:", "float32 FMA peak:", "recommended ds-server flags:", "--threads", "--numa"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 

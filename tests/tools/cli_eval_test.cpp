@@ -16,7 +16,9 @@
 namespace ds::test {
 namespace {
 
-std::string cli() { return cli_path(); }
+std::string cli() {
+  return cli_path();
+}
 
 int run(const std::string& cmd, std::string* out) {
   auto r = run_command(cmd + " 2>&1");
@@ -75,9 +77,10 @@ TEST(CliEval, PerplexityAndGenerate) {
   const double ppl = std::stod(out.substr(at + 12));
   EXPECT_TRUE(std::isfinite(ppl) && ppl > 1.0) << out;
 
-  ASSERT_EQ(run(cli() + " generate --model " + ref_path(M, ".gguf") + " --prompt 'def fib(n):' -n 8 --temp 0 --threads 2",
-                &out),
-            0)
+  ASSERT_EQ(
+      run(cli() + " generate --model " + ref_path(M, ".gguf") + " --prompt 'def fib(n):' -n 8 --temp 0 --threads 2",
+          &out),
+      0)
       << out;
   EXPECT_NE(out.find("8 tokens"), std::string::npos) << out;
 }

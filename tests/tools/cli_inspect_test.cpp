@@ -9,17 +9,20 @@
 namespace ds {
 namespace {
 
-test::CommandResult run(const std::string& cmd) { return test::run_command(cmd + " 2>&1"); }
-std::string cli() { return test::cli_path(); }
+test::CommandResult run(const std::string& cmd) {
+  return test::run_command(cmd + " 2>&1");
+}
+std::string cli() {
+  return test::cli_path();
+}
 
 TEST(CliInspect, EverySharedFile) {
-  for (const char* rel : {"refdata/tiny-llama-Q4_K_M.gguf", "refdata/tiny-qwen2-Q5_K_S.gguf",
-                          "refdata/tiny-dsv2-Q4_K_M.gguf", "refdata/tiny-dsv2-legacy-Q4_K_M.gguf",
-                          "refdata/tiny-dsv3-Q4_K_M.gguf", "refdata/tiny-dsv3-IQ-MIX.gguf",
-                          "refdata/tiny-ds1-Q4_K_M.gguf", "refdata/tiny-qwen3-Q4_K_M.gguf",
-                          "tokenizer/ggml-vocab-deepseek-coder.gguf",
-                          "tokenizer/ggml-vocab-deepseek-llm.gguf", "tokenizer/ggml-vocab-deepseek-v3.gguf",
-                          "tokenizer/ggml-vocab-qwen2.gguf"}) {
+  for (const char* rel :
+       {"refdata/tiny-llama-Q4_K_M.gguf", "refdata/tiny-qwen2-Q5_K_S.gguf", "refdata/tiny-dsv2-Q4_K_M.gguf",
+        "refdata/tiny-dsv2-legacy-Q4_K_M.gguf", "refdata/tiny-dsv3-Q4_K_M.gguf", "refdata/tiny-dsv3-IQ-MIX.gguf",
+        "refdata/tiny-ds1-Q4_K_M.gguf", "refdata/tiny-qwen3-Q4_K_M.gguf", "tokenizer/ggml-vocab-deepseek-coder.gguf",
+        "tokenizer/ggml-vocab-deepseek-llm.gguf", "tokenizer/ggml-vocab-deepseek-v3.gguf",
+        "tokenizer/ggml-vocab-qwen2.gguf"}) {
     auto r = run(cli() + " inspect " + test::shared_path(rel));
     EXPECT_EQ(r.exit_code, 0) << rel << "\n" << r.out;
     EXPECT_NE(r.out.find("tokenizer: model=gpt2"), std::string::npos) << rel;
@@ -44,7 +47,8 @@ TEST(CliInspect, EverySharedFile) {
 TEST(CliInspect, IQuantMixtureAndSupportedTypes) {
   auto r = run(cli() + " inspect --check " + test::shared_path("refdata/tiny-dsv3-IQ-MIX.gguf"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  for (const char* t : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_NL", "IQ4_XS", "MXFP4"}) {
+  for (const char* t :
+       {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_NL", "IQ4_XS", "MXFP4"}) {
     EXPECT_NE(r.out.find(std::string(" ") + t + " x"), std::string::npos) << t << "\n" << r.out;
   }
   EXPECT_NE(r.out.find("blk.3.ffn_down_exps.weight               MXFP4"), std::string::npos) << r.out;
@@ -78,7 +82,8 @@ TEST(CliInspect, UnsupportedTypeAndBadBlocksNameTheTensor) {
   };
   auto r = run(cli() + " inspect " + file(137, 256, std::vector<uint8_t>(256, 0)));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("tensor 'blk.0.ffn_down_exps.weight': unknown or unsupported tensor type 137"), std::string::npos)
+  EXPECT_NE(r.out.find("tensor 'blk.0.ffn_down_exps.weight': unknown or unsupported tensor type 137"),
+            std::string::npos)
       << r.out;
   std::vector<uint8_t> iq4(18, 0);
   iq4[1] = 0x7E;  // d = NaN

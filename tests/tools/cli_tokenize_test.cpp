@@ -10,8 +10,12 @@
 namespace ds {
 namespace {
 
-test::CommandResult run(const std::string& cmd) { return test::run_command(cmd); }
-std::string cli() { return test::cli_path(); }
+test::CommandResult run(const std::string& cmd) {
+  return test::run_command(cmd);
+}
+std::string cli() {
+  return test::cli_path();
+}
 std::string vocab(const char* name) {
   return test::shared_path(std::string("tokenizer/ggml-vocab-") + name + ".gguf");
 }

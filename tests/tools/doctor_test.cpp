@@ -21,9 +21,8 @@ TEST(Doctor, RunsAndReportsEverySection) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* needle :
        {"instruction sets:", "AVX2 yes", "AVX-512 F", "AMX TILE", "NUMA nodes:", "physical cores",
-        "transparent huge pages:", "reserved huge pages:", "CPU frequency governor:", "SMT",
-        "read bandwidth:", "GB/s", "int8 dot-product peak:", "GOPS", "recommended ds-server flags:",
-        "host changes:"}) {
+        "transparent huge pages:", "reserved huge pages:", "CPU frequency governor:", "SMT", "read bandwidth:", "GB/s",
+        "int8 dot-product peak:", "GOPS", "recommended ds-server flags:", "host changes:"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in:\n" << r.out;
   }
   const Topology& t = topology();
@@ -71,10 +70,11 @@ TEST(Doctor, PrintsTheSystemdConfigurationOfItsRecommendations) {
   }
 
   const std::string root = test::make_temp_dir("doctor_thp");
-  ASSERT_EQ(std::system(("mkdir -p " + root + "/sys/kernel/mm/transparent_hugepage && echo 'always madvise [never]' > " +
-                         root + "/sys/kernel/mm/transparent_hugepage/enabled")
-                            .c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(("mkdir -p " + root + "/sys/kernel/mm/transparent_hugepage && echo 'always madvise [never]' > " +
+                   root + "/sys/kernel/mm/transparent_hugepage/enabled")
+                      .c_str()),
+      0);
   const test::CommandResult off = run_cli("doctor --no-measure", "DS_HOST_ROOT=" + root);
   ASSERT_EQ(off.exit_code, 0) << off.out;
   EXPECT_NE(off.out.find("  w /sys/kernel/mm/transparent_hugepage/enabled - - - - madvise\n"), std::string::npos)

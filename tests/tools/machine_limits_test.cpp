@@ -73,8 +73,8 @@ TEST(MachineLimits, BandwidthMeasurement) {
   EXPECT_EQ(bw->streams_per_thread, 4);
   EXPECT_GE(bw->bytes, (size_t{64} << 20) - 2 * 4 * 64);
   EXPECT_LE(bw->bytes, size_t{64} << 20);
-  std::printf("read bandwidth (64 MiB, 2 threads x 4 streams): %.1f GB/s [%.1f..%.1f]\n", bw->gbs.median,
-              bw->gbs.min, bw->gbs.max);
+  std::printf("read bandwidth (64 MiB, 2 threads x 4 streams): %.1f GB/s [%.1f..%.1f]\n", bw->gbs.median, bw->gbs.min,
+              bw->gbs.max);
 }
 
 // The kept-buffer probe that ds-cli bench reads around each decode repeat: created once,
@@ -126,7 +126,8 @@ TEST(MachineLimits, Fp32PeakMeasurement) {
 
 TEST(MachineLimits, Bf16PeakMeasurement) {
   ThreadPool pool({.n_threads = 2});
-  const FlopsPeakResult off = measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3, .allow_avx512 = false});
+  const FlopsPeakResult off =
+      measure_bf16_peak(pool, {.seconds_per_repeat = 0.02, .repeats = 3, .allow_avx512 = false});
   EXPECT_EQ(off.isa, "none");
   EXPECT_EQ(off.gflops.median, 0);
   if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";

@@ -24,7 +24,9 @@
 namespace ds {
 namespace {
 
-std::string cli() { return test::binary_dir() + "/src/ds-cli"; }
+std::string cli() {
+  return test::binary_dir() + "/src/ds-cli";
+}
 
 // Runs a shell command; returns its exit code, or -1000 - signal when a signal killed it.
 int run(const std::string& cmd) {
@@ -73,7 +75,9 @@ void expect_tokenizer(const GgufFile& f) {
   EXPECT_EQ(f.get_string_or("tokenizer.ggml.model", "").value(), "gpt2");
   const int64_t bos = key_int(f, "tokenizer.ggml.bos_token_id");
   ASSERT_TRUE(bos >= 0 && bos < n);
-  EXPECT_EQ(toks->arr_str[static_cast<size_t>(bos)], "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>");
+  EXPECT_EQ(toks->arr_str[static_cast<size_t>(bos)],
+            "<\xEF\xBD\x9C"
+            "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>");
   const auto tmpl = f.get_string_or("tokenizer.chat_template", "").value();
   EXPECT_NE(tmpl.find("<\xEF\xBD\x9CUser\xEF\xBD\x9C>"), std::string::npos);
   const GgufValue* merges = f.find("tokenizer.ggml.merges");
@@ -131,9 +135,9 @@ TEST_F(ToolsTest, SynthTinyDsv2) {
   EXPECT_EQ(key_int(*f, "deepseek2.attention.key_length"), 256 + 32);
   EXPECT_EQ(key_int(*f, "deepseek2.attention.value_length"), 256);
   EXPECT_EQ(key_int(*f, "deepseek2.expert_gating_func"), 1);
-  EXPECT_NE(f->tensor("blk.0.ffn_gate.weight"), nullptr);      // 1 dense lead layer
+  EXPECT_NE(f->tensor("blk.0.ffn_gate.weight"), nullptr);  // 1 dense lead layer
   EXPECT_EQ(f->tensor("blk.0.ffn_gate_inp.weight"), nullptr);
-  EXPECT_EQ(f->tensor("blk.1.exp_probs_b.bias"), nullptr);     // softmax: no bias
+  EXPECT_EQ(f->tensor("blk.1.exp_probs_b.bias"), nullptr);  // softmax: no bias
   const GgufTensorInfo* kb = f->tensor("blk.1.attn_k_b.weight");
   ASSERT_NE(kb, nullptr);
   EXPECT_EQ(kb->ne[0], 64);
@@ -370,12 +374,10 @@ TEST_F(ToolsTest, QuantizeToIQuantsAndMxfp4) {
     GgmlType experts, token_embd, output, k_b, dense;
     double max_rmse;
   };
-  for (const Case c : {Case{"IQ4_NL", 25, GgmlType::IQ4_NL, GgmlType::IQ4_NL, GgmlType::Q6_K, GgmlType::IQ4_NL,
-                            GgmlType::IQ4_NL, 0.1},
-                       Case{"IQ4_XS", 30, GgmlType::IQ4_XS, GgmlType::IQ4_XS, GgmlType::Q6_K, GgmlType::IQ4_NL,
-                            GgmlType::IQ4_XS, 0.1},
-                       Case{"MXFP4", 38, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::MXFP4,
-                            GgmlType::Q8_0, 0.14}}) {
+  for (const Case c :
+       {Case{"IQ4_NL", 25, GgmlType::IQ4_NL, GgmlType::IQ4_NL, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_NL, 0.1},
+        Case{"IQ4_XS", 30, GgmlType::IQ4_XS, GgmlType::IQ4_XS, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, 0.1},
+        Case{"MXFP4", 38, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::MXFP4, GgmlType::Q8_0, 0.14}}) {
     const std::string out = path(std::string("q-") + c.mix + ".gguf");
     ASSERT_EQ(run(cli() + " quantize " + in_path + " " + out + " " + c.mix + " --threads 2"), 0) << c.mix;
     auto f = GgufFile::open(out, {.check_data = true});
@@ -398,9 +400,10 @@ TEST_F(ToolsTest, QuantizeToIQuantsAndMxfp4) {
   // --tensor-type overrides the mixture (first match wins); a grid i-quant is readable but
   // not quantizable, as a mixture or as an override: exit 2 or 1 and no OUT.
   const std::string ov = path("q-override.gguf");
-  ASSERT_EQ(run(cli() + " quantize " + in_path + " " + ov +
-                " Q4_K_M --tensor-type ffn_down_exps=MXFP4 --tensor-type ffn_down=IQ4_XS --tensor-type attn_k_b=IQ4_XS"),
-            0);
+  ASSERT_EQ(
+      run(cli() + " quantize " + in_path + " " + ov +
+          " Q4_K_M --tensor-type ffn_down_exps=MXFP4 --tensor-type ffn_down=IQ4_XS --tensor-type attn_k_b=IQ4_XS"),
+      0);
   auto o = open(ov);
   ASSERT_TRUE(o);
   EXPECT_EQ(type_of(*o, "blk.1.ffn_down_exps.weight"), GgmlType::MXFP4);
@@ -511,7 +514,8 @@ TEST_F(ToolsTest, QuantizeSplitInputToOneFile) {
     const size_t a = shard == 0 ? 0 : half, b = shard == 0 ? half : tensors.size();
     for (size_t k = a; k < b; ++k) {
       ASSERT_TRUE(w.add_tensor(tensors[k].name, tensors[k].type,
-                               std::vector<int64_t>(tensors[k].ne, tensors[k].ne + tensors[k].n_dims)).is_ok());
+                               std::vector<int64_t>(tensors[k].ne, tensors[k].ne + tensors[k].n_dims))
+                      .is_ok());
     }
     ASSERT_TRUE(w.begin(path("split-0000" + std::to_string(shard + 1) + "-of-00002.gguf")).is_ok());
     for (size_t k = a; k < b; ++k) ASSERT_TRUE(w.write_data(tensors[k].data, tensors[k].nbytes).is_ok());
@@ -540,7 +544,8 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
   ASSERT_EQ(run(cli() + " synth --shape tiny-qwen2 --type F32 --layers 1 --out " + path("f32.gguf")), 0);
   auto bytes = test::read_file_bytes(path("f32.gguf"));
   for (size_t cut : {size_t{20}, bytes.size() / 3, bytes.size() - 7}) {
-    test::write_file_bytes(path("cut.gguf"), std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(cut)));
+    test::write_file_bytes(path("cut.gguf"),
+                           std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(cut)));
     EXPECT_EQ(run(cli() + " quantize " + path("cut.gguf") + " " + out + " Q4_K_M"), 1) << cut;
   }
   // NaN weights: patch the first float of the last tensor (an F32 matrix) to NaN
@@ -564,7 +569,9 @@ TEST_F(ToolsTest, QuantizeRejectsBadInputWithoutCrashing) {
 }
 
 // Runs a command and returns its stdout.
-std::string capture(const std::string& cmd) { return test::run_command(cmd + " 2>/dev/null").out; }
+std::string capture(const std::string& cmd) {
+  return test::run_command(cmd + " 2>/dev/null").out;
+}
 
 double field(const std::string& text, const std::string& name) {
   const size_t at = text.find(name + ": ");
@@ -578,10 +585,10 @@ TEST_F(ToolsTest, RealShapesHaveThePublishedSizes) {
     const char* shape;
     double params_lo, params_hi;
   };
-  for (const Want w : {Want{"v3", 670e9, 672e9}, Want{"v2-lite", 15.6e9, 15.8e9},
-                       Want{"r1-distill-llama-8b", 8.00e9, 8.06e9}, Want{"r1-distill-qwen-1.5b", 1.76e9, 1.79e9},
-                       Want{"moe-bench", 3.3e9, 3.5e9}, Want{"deepseek-moe-16b", 16.3e9, 16.45e9},
-                       Want{"r1-0528-qwen3-8b", 8.18e9, 8.2e9}}) {
+  for (const Want w :
+       {Want{"v3", 670e9, 672e9}, Want{"v2-lite", 15.6e9, 15.8e9}, Want{"r1-distill-llama-8b", 8.00e9, 8.06e9},
+        Want{"r1-distill-qwen-1.5b", 1.76e9, 1.79e9}, Want{"moe-bench", 3.3e9, 3.5e9},
+        Want{"deepseek-moe-16b", 16.3e9, 16.45e9}, Want{"r1-0528-qwen3-8b", 8.18e9, 8.2e9}}) {
     const std::string out = capture(cli() + " synth --dry-run --shape " + w.shape + " --out " + path("dry.gguf"));
     const double params = field(out, "parameters");
     EXPECT_GE(params, w.params_lo) << w.shape << "\n" << out;
@@ -609,7 +616,10 @@ TEST_F(ToolsTest, SynthVocabularyTokenizes) {
   auto back = (*tok)->decode(std::span<const int32_t>(ids->data() + 1, ids->size() - 1));
   ASSERT_TRUE(back.is_ok());
   EXPECT_EQ(*back, text);
-  auto chat = (*tok)->encode("<\xEF\xBD\x9CUser\xEF\xBD\x9C>hi<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>", false);
+  auto chat = (*tok)->encode(
+      "<\xEF\xBD\x9CUser\xEF\xBD\x9C>hi<\xEF\xBD\x9C"
+      "Assistant\xEF\xBD\x9C>",
+      false);
   ASSERT_TRUE(chat.is_ok());
   EXPECT_EQ((*chat)[0], static_cast<int32_t>(f->find("tokenizer.ggml.tokens")->arr_str.size()) - 4);
 }
@@ -622,16 +632,17 @@ TEST_F(ToolsTest, SynthModelsRunStably) {
     std::ofstream j(tokens);
     j << "{\"tokens\": [1, 17, 300, 42, 99, 5, 250, 7, 8, 400, 12, 13]}";
   }
-  for (auto [shape, mix] : {std::pair{"tiny-llama", "Q4_K_M"}, std::pair{"tiny-qwen2", "Q4_K_M"},
-                            std::pair{"tiny-dsv2", "Q4_K_M"}, std::pair{"tiny-dsv3", "Q4_K_M"},
-                            std::pair{"tiny-dsv3", "Q3_K_M"}, std::pair{"tiny-dsv3", "Q2_K"},
-                            std::pair{"tiny-dsv3", "IQ1_S"}, std::pair{"tiny-dsv3", "IQ2_S"},
-                            std::pair{"tiny-dsv3", "IQ4_XS"}, std::pair{"tiny-dsv3", "MXFP4"}}) {
+  for (auto [shape, mix] :
+       {std::pair{"tiny-llama", "Q4_K_M"}, std::pair{"tiny-qwen2", "Q4_K_M"}, std::pair{"tiny-dsv2", "Q4_K_M"},
+        std::pair{"tiny-dsv3", "Q4_K_M"}, std::pair{"tiny-dsv3", "Q3_K_M"}, std::pair{"tiny-dsv3", "Q2_K"},
+        std::pair{"tiny-dsv3", "IQ1_S"}, std::pair{"tiny-dsv3", "IQ2_S"}, std::pair{"tiny-dsv3", "IQ4_XS"},
+        std::pair{"tiny-dsv3", "MXFP4"}}) {
     auto f = synth(shape, mix);
     ASSERT_TRUE(f);
     const std::string model = path(std::string(shape) + "-" + mix + ".gguf");
     const std::string logits = path("logits.f32");
-    ASSERT_EQ(run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
+    ASSERT_EQ(
+        run(cli() + " eval --threads 2 --model " + model + " --tokens-json " + tokens + " --logits-out " + logits), 0)
         << shape;
     const auto bytes = test::read_file_bytes(logits);
     const int64_t n_vocab = static_cast<int64_t>(f->find("tokenizer.ggml.tokens")->arr_str.size());
@@ -648,7 +659,7 @@ TEST_F(ToolsTest, SynthModelsRunStably) {
     const double mean = sum / static_cast<double>(v.size());
     const double sd = std::sqrt(sum_sq / static_cast<double>(v.size()) - mean * mean);
     std::printf("%s: logits sd %.3f, max |logit| %.2f\n", shape, sd, amax);
-    EXPECT_GT(sd, 0.01) << shape;   // logits vary (measured sd 0.31-0.32, max 1.2)
+    EXPECT_GT(sd, 0.01) << shape;    // logits vary (measured sd 0.31-0.32, max 1.2)
     EXPECT_LT(amax, 50.0) << shape;  // and stay bounded
   }
 }

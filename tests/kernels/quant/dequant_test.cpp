@@ -11,9 +11,9 @@
 namespace ds {
 namespace {
 
-constexpr uint16_t kHalfOne = 0x3C00;    // 1.0
-constexpr uint16_t kHalfHalf = 0x3800;   // 0.5
-constexpr uint16_t kHalfQuarter = 0x3400;  // 0.25
+constexpr uint16_t kHalfOne = 0x3C00;       // 1.0
+constexpr uint16_t kHalfHalf = 0x3800;      // 0.5
+constexpr uint16_t kHalfQuarter = 0x3400;   // 0.25
 constexpr uint16_t kHalfMinusOne = 0xBC00;  // -1.0
 
 template <class B>
@@ -59,8 +59,8 @@ TEST(Dequant, Q4_0) {
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
   std::vector<float> want(32);
   for (int j = 0; j < 16; ++j) {
-    want[j] = 0.5f * static_cast<float>(j - 8);        // low nibble j: (j - 8) * d
-    want[16 + j] = 0.5f * static_cast<float>(7 - j);   // high nibble 15-j: (15 - j - 8) * d
+    want[j] = 0.5f * static_cast<float>(j - 8);       // low nibble j: (j - 8) * d
+    want[16 + j] = 0.5f * static_cast<float>(7 - j);  // high nibble 15-j: (15 - j - 8) * d
   }
   expect_all(dequant(GgmlType::Q4_0, b, 32), want);
 }
@@ -85,19 +85,19 @@ TEST(Dequant, Q5_0AndQ5_1HighBits) {
   // qh bit j = 5th bit of element j: set bits 3 (element 3) and 20 (element 20).
   const uint32_t qh = (1u << 3) | (1u << 20);
   std::memcpy(b.qh, &qh, 4);
-  b.qs[4] = 0x50;  // high nibble of byte 4 = element 20's low 4 bits = 5
+  b.qs[4] = 0x50;                       // high nibble of byte 4 = element 20's low 4 bits = 5
   std::vector<float> want(32, -16.0f);  // q = 0 -> 0 - 16
-  want[3] = 0.0f;                        // 16 - 16
-  want[20] = 5.0f;                       // (5 | 16) - 16
+  want[3] = 0.0f;                       // 16 - 16
+  want[20] = 5.0f;                      // (5 | 16) - 16
   expect_all(dequant(GgmlType::Q5_0, b, 32), want);
 
   BlockQ5_1 c{};
   c.d = kHalfHalf;
   c.m = kHalfOne;
   std::memcpy(c.qh, &qh, 4);
-  c.qs[3] = 0x02;  // element 3 low bits 2
+  c.qs[3] = 0x02;                      // element 3 low bits 2
   std::vector<float> want1(32, 1.0f);  // q = 0 -> 0*d + m
-  want1[3] = 0.5f * 18.0f + 1.0f;       // (2 | 16) = 18
+  want1[3] = 0.5f * 18.0f + 1.0f;      // (2 | 16) = 18
   want1[20] = 0.5f * 16.0f + 1.0f;
   expect_all(dequant(GgmlType::Q5_1, c, 32), want1);
 }
@@ -123,7 +123,7 @@ TEST(Dequant, Q2_K) {
   b.d = kHalfOne;
   b.dmin = kHalfHalf;
   for (int j = 0; j < 16; ++j) b.scales[j] = 0x21;  // scale 1, min 2: q=0 -> 0 - 0.5*2 = -1
-  b.scales[14] = 0x23;                                // sub-block 14: scale 3, min 2
+  b.scales[14] = 0x23;                              // sub-block 14: scale 3, min 2
   // qs[37]: second 128-half (bytes 32..63), l = 5, bits 6-7 (k = 3) = 3 -> element
   // 128 + 32*3 + 5 = 229, sub-block 8 + 2*3 + 0 = 14: 3*3 - 1 = 8.
   b.qs[37] = 0xC0;
@@ -170,12 +170,12 @@ TEST(Dequant, Q4_K) {
   b.d = kHalfOne;
   b.dmin = kHalfOne;
   k4_unit_scales(b.scales);
-  b.scales[9] = 0x32;         // sub-block 5: sc 2, m 3
-  b.scales[10] = 0x01;        // sub-block 6: low 4 bits of sc = 1 ...
-  b.scales[2] = 0x41;         // ... high 2 bits from q[2] >> 6 = 1 -> sc 17; sub-block 2 still 1
-  b.qs[32 + 7] = 0xA0;        // chunk 1 high nibble -> sub-block 3, element 64 + 32 + 7 = 103: 10
-  b.qs[64 + 2] = 0x70;        // chunk 2 high nibble -> sub-block 5, element 128 + 32 + 2 = 162: 2*7 - 3
-  b.qs[96] = 0x01;            // chunk 3 low nibble -> sub-block 6, element 192: 17 * 1
+  b.scales[9] = 0x32;   // sub-block 5: sc 2, m 3
+  b.scales[10] = 0x01;  // sub-block 6: low 4 bits of sc = 1 ...
+  b.scales[2] = 0x41;   // ... high 2 bits from q[2] >> 6 = 1 -> sc 17; sub-block 2 still 1
+  b.qs[32 + 7] = 0xA0;  // chunk 1 high nibble -> sub-block 3, element 64 + 32 + 7 = 103: 10
+  b.qs[64 + 2] = 0x70;  // chunk 2 high nibble -> sub-block 5, element 128 + 32 + 2 = 162: 2*7 - 3
+  b.qs[96] = 0x01;      // chunk 3 low nibble -> sub-block 6, element 192: 17 * 1
   std::vector<float> want(256, 0.0f);
   for (int i = 160; i < 192; ++i) want[i] = -3.0f;  // sub-block 5 with q = 0: 0 - 3
   want[103] = 10.0f;
@@ -189,10 +189,10 @@ TEST(Dequant, Q5_K) {
   b.d = kHalfOne;
   b.dmin = kHalfOne;
   k4_unit_scales(b.scales);
-  b.qh[0] = 0x01;        // bit 0 (chunk 0, low nibble) of l = 0 -> element 0: 16
-  b.qh[4] = 0x08;        // bit 3 (chunk 1, high nibble) of l = 4 -> element 64 + 32 + 4 = 100
-  b.qs[32 + 4] = 0x30;   // its low 4 bits = 3 -> 19
-  b.qh[31] = 0x40;       // bit 6 (chunk 3, low nibble) of l = 31 -> element 192 + 31 = 223: 16
+  b.qh[0] = 0x01;       // bit 0 (chunk 0, low nibble) of l = 0 -> element 0: 16
+  b.qh[4] = 0x08;       // bit 3 (chunk 1, high nibble) of l = 4 -> element 64 + 32 + 4 = 100
+  b.qs[32 + 4] = 0x30;  // its low 4 bits = 3 -> 19
+  b.qh[31] = 0x40;      // bit 6 (chunk 3, low nibble) of l = 31 -> element 192 + 31 = 223: 16
   std::vector<float> want(256, 0.0f);
   want[0] = 16.0f;
   want[100] = 19.0f;

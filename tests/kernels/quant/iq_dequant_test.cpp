@@ -39,14 +39,16 @@ void expect_all(const std::vector<float>& got, const std::vector<float>& want) {
   }
 }
 
-void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void put_u32(uint8_t* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
 
 TEST(IqDequant, IQ2_XXS) {
   BlockIQ2_XXS b{};
   b.d = kHalfOne;
   auto* rec = reinterpret_cast<uint8_t*>(b.qs);
-  rec[0] = 1;                          // group 0 of sub-block 0: grid entry 1
-  put_u32(rec + 4, 1u | (3u << 28));   // group 0 sign code 1 (elements 0, 7 negative), s = 3
+  rec[0] = 1;                         // group 0 of sub-block 0: grid entry 1
+  put_u32(rec + 4, 1u | (3u << 28));  // group 0 sign code 1 (elements 0, 7 negative), s = 3
   // sub-block 0: 1 * (0.5 + 3) * 0.25 = 0.875 times the grid; the rest: 0.125 * 8 = 1.
   std::vector<float> want(256, 1.0f);
   for (int e = 0; e < 32; ++e) want[e] = 7.0f;
@@ -71,10 +73,10 @@ TEST(IqDequant, IQ2_XS) {
 TEST(IqDequant, IQ2_S) {
   BlockIQ2_S b{};
   b.d = kHalfOne;
-  b.qs[0] = 1;          // group 0: entry 1
-  b.qh[0] = 1 << 2;     // group 1: index bits 8-9 = 1, low byte 0 -> entry 256
-  b.qs[32] = 0x03;      // group 0 signs: elements 0 and 1 negative (plain bits)
-  b.scales[0] = 0x20;   // groups 0-1: s = 0 (0.125); groups 2-3: s = 2 (0.625)
+  b.qs[0] = 1;                         // group 0: entry 1
+  b.qh[0] = 1 << 2;                    // group 1: index bits 8-9 = 1, low byte 0 -> entry 256
+  b.qs[32] = 0x03;                     // group 0 signs: elements 0 and 1 negative (plain bits)
+  b.scales[0] = 0x20;                  // groups 0-1: s = 0 (0.125); groups 2-3: s = 2 (0.625)
   std::vector<float> want(256, 1.0f);  // other sub-blocks: 0.125 * 8
   const int e256[8] = {25, 25, 25, 25, 25, 8, 25, 8};
   for (int e = 0; e < 8; ++e) want[e] = 1.0f;
@@ -87,8 +89,8 @@ TEST(IqDequant, IQ2_S) {
 TEST(IqDequant, IQ3_XXS) {
   BlockIQ3_XXS b{};
   b.d = kHalfOne;
-  b.qs[0] = 1;                            // piece 0 of sub-block 0: entry 1 (20, 4, 4, 4)
-  put_u32(b.qs + 64, 1u | (2u << 28));    // group 0 sign code 1: elements 0 and 7; s = 2
+  b.qs[0] = 1;                          // piece 0 of sub-block 0: entry 1 (20, 4, 4, 4)
+  put_u32(b.qs + 64, 1u | (2u << 28));  // group 0 sign code 1: elements 0 and 7; s = 2
   // sub-block 0: (0.5 + 2) * 0.5 = 1.25 times the grid; others: 0.25 * 4 = 1.
   std::vector<float> want(256, 1.0f);
   for (int e = 0; e < 32; ++e) want[e] = 5.0f;
@@ -99,10 +101,10 @@ TEST(IqDequant, IQ3_XXS) {
 TEST(IqDequant, IQ3_S) {
   BlockIQ3_S b{};
   b.d = kHalfOne;
-  b.qs[0] = 1;          // piece 0: entry 1 (3, 1, 1, 1)
-  b.qh[0] = 1 << 1;     // piece 1: 9th bit -> entry 256 (7, 5, 9, 5)
-  b.signs[0] = 0x10;    // element 4 negative
-  b.scales[0] = 0x31;   // sub-block 0: s = 1 -> 3; sub-block 1: s = 3 -> 7
+  b.qs[0] = 1;                         // piece 0: entry 1 (3, 1, 1, 1)
+  b.qh[0] = 1 << 1;                    // piece 1: 9th bit -> entry 256 (7, 5, 9, 5)
+  b.signs[0] = 0x10;                   // element 4 negative
+  b.scales[0] = 0x31;                  // sub-block 0: s = 1 -> 3; sub-block 1: s = 3 -> 7
   std::vector<float> want(256, 1.0f);  // s = 0 -> 1, entry 0 = 1
   for (int e = 0; e < 32; ++e) want[e] = 3.0f;
   for (int e = 32; e < 64; ++e) want[e] = 7.0f;
@@ -114,9 +116,9 @@ TEST(IqDequant, IQ3_S) {
 TEST(IqDequant, IQ1_S) {
   BlockIQ1_S b{};
   b.d = kHalfOne;
-  b.qs[0] = 1;                          // group 0: entry 1 (+1, then seven -1)
-  b.qh[0] = (2 << 12) | 0x8000;         // s = 2 -> 5; delta -0.125
-  b.qh[2] = 1 << 3;                     // sub-block 2, group 1: entry 256; s = 0, delta +0.125
+  b.qs[0] = 1;                            // group 0: entry 1 (+1, then seven -1)
+  b.qh[0] = (2 << 12) | 0x8000;           // s = 2 -> 5; delta -0.125
+  b.qh[2] = 1 << 3;                       // sub-block 2, group 1: entry 256; s = 0, delta +0.125
   std::vector<float> want(256, -0.875f);  // entry 0 (-1) + 0.125, times 1
   for (int e = 0; e < 32; ++e) want[e] = 5 * -1.125f;
   want[0] = 5 * 0.875f;
@@ -131,9 +133,9 @@ TEST(IqDequant, IQ1_M) {
   // w0 low bits: sub-block 0 s1 = 1, s2 = 2 (bits 0-5); sub-block 1 s1 = 0, s2 = 7 (bits 6-11).
   const uint16_t w[4] = {static_cast<uint16_t>(1 | (2 << 3) | (0 << 6) | (7 << 9)), 0, 0xC000, 0x3000};
   std::memcpy(b.scales, w, 8);
-  b.qs[0] = 1;        // group 0: entry 1
-  b.qh[0] = 0x08;     // group 0: delta -0.125; group 1 (high nibble): +0.125, index hi 0
-  b.qh[1] = 0x01;     // group 2: index hi 1 -> entry 256; delta +0.125
+  b.qs[0] = 1;     // group 0: entry 1
+  b.qh[0] = 0x08;  // group 0: delta -0.125; group 1 (high nibble): +0.125, index hi 0
+  b.qh[1] = 0x01;  // group 2: index hi 1 -> entry 256; delta +0.125
   std::vector<float> want(256, 0.0f);
   for (int j = 0; j < 8; ++j) want[j] = 3 * -1.125f;
   want[0] = 3 * 0.875f;
@@ -159,9 +161,9 @@ TEST(IqDequant, IQ4_NL) {
 TEST(IqDequant, IQ4_XS) {
   BlockIQ4_XS b{};
   b.d = kHalfOne;
-  b.scales_h = 2;       // sub-block 0: high bits 2 -> 32 + low nibble
-  b.scales_l[0] = 0x03; // sub-block 0 low nibble 3 -> scale 35, multiplier 3; sub-block 1: 0 -> -32
-  b.qs[0] = 0xF0;       // element 0: value 0 (-127), element 16: value 15 (113)
+  b.scales_h = 2;        // sub-block 0: high bits 2 -> 32 + low nibble
+  b.scales_l[0] = 0x03;  // sub-block 0 low nibble 3 -> scale 35, multiplier 3; sub-block 1: 0 -> -32
+  b.qs[0] = 0xF0;        // element 0: value 0 (-127), element 16: value 15 (113)
   std::vector<float> want(256, -127.0f * -32);
   for (int e = 0; e < 32; ++e) want[e] = -381.0f;
   want[16] = 339.0f;
@@ -214,9 +216,8 @@ std::vector<uint8_t> random_row(GgmlType t, int64_t n, std::mt19937& rng, float 
   return row;
 }
 
-const GgmlType kIqTypes[] = {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
-                             GgmlType::IQ3_S,   GgmlType::IQ1_S,  GgmlType::IQ1_M, GgmlType::IQ4_NL,
-                             GgmlType::IQ4_XS,  GgmlType::MXFP4};
+const GgmlType kIqTypes[] = {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,  GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                             GgmlType::IQ1_S,   GgmlType::IQ1_M,  GgmlType::IQ4_NL, GgmlType::IQ4_XS,  GgmlType::MXFP4};
 
 // The reference dot product is the exact dot product of the dequantized weight row with the
 // dequantized activation row, up to float32 accumulation (SPEC-iquants.md). Compared with

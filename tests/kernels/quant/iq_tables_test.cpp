@@ -137,7 +137,8 @@ TEST(IqTables, ContentFacts) {
   }
   for (int j = 0; j < 8; ++j) EXPECT_EQ(kIqKmask[j], 1 << j);
   for (uint64_t g : kIq2xxsGrid)
-    for (int k = 0; k < 8; ++k) EXPECT_TRUE(iq_grid_byte(g, k) == 8 || iq_grid_byte(g, k) == 25 || iq_grid_byte(g, k) == 43);
+    for (int k = 0; k < 8; ++k)
+      EXPECT_TRUE(iq_grid_byte(g, k) == 8 || iq_grid_byte(g, k) == 25 || iq_grid_byte(g, k) == 43);
   for (uint64_t g : kIq1sGrid)
     for (int k = 0; k < 8; ++k) EXPECT_LE(std::abs(iq_grid_sbyte(g, k)), 1);
   for (int i = 1; i < 512; ++i) EXPECT_LT(kIq3sGrid[i - 1], kIq3sGrid[i]);

@@ -53,12 +53,10 @@ struct Bound {
 // scales cost about half a bit).
 // F16 / BF16 are plain roundings: 2^-11 and 2^-8 relative at most.
 const Bound kBounds[] = {
-    {GgmlType::F16, 5e-4},  {GgmlType::BF16, 4e-3}, {GgmlType::Q8_0, 0.01},
-    {GgmlType::Q8_K, 0.01}, {GgmlType::Q6_K, 0.03}, {GgmlType::Q5_K, 0.05},
-    {GgmlType::Q5_0, 0.06}, {GgmlType::Q5_1, 0.06}, {GgmlType::Q4_K, 0.1},
-    {GgmlType::Q4_0, 0.12}, {GgmlType::Q4_1, 0.11}, {GgmlType::Q3_K, 0.18},
-    {GgmlType::Q2_K, 0.31},   {GgmlType::IQ4_NL, 0.09}, {GgmlType::IQ4_XS, 0.09},
-    {GgmlType::MXFP4, 0.13},
+    {GgmlType::F16, 5e-4},  {GgmlType::BF16, 4e-3},   {GgmlType::Q8_0, 0.01},   {GgmlType::Q8_K, 0.01},
+    {GgmlType::Q6_K, 0.03}, {GgmlType::Q5_K, 0.05},   {GgmlType::Q5_0, 0.06},   {GgmlType::Q5_1, 0.06},
+    {GgmlType::Q4_K, 0.1},  {GgmlType::Q4_0, 0.12},   {GgmlType::Q4_1, 0.11},   {GgmlType::Q3_K, 0.18},
+    {GgmlType::Q2_K, 0.31}, {GgmlType::IQ4_NL, 0.09}, {GgmlType::IQ4_XS, 0.09}, {GgmlType::MXFP4, 0.13},
 };
 
 TEST(Quantize, GaussianRoundTripWithinBounds) {
@@ -67,8 +65,7 @@ TEST(Quantize, GaussianRoundTripWithinBounds) {
     for (const auto& b : kBounds) {
       const double e = rel_rmse(b.type, x);
       EXPECT_LT(e, b.max_rel_rmse) << ggml_type_name(b.type) << " sigma " << sigma;
-      std::printf("%-5s sigma %-5g rmse/rms %.4f (bound %.4g)\n", ggml_type_name(b.type), sigma, e,
-                  b.max_rel_rmse);
+      std::printf("%-5s sigma %-5g rmse/rms %.4f (bound %.4g)\n", ggml_type_name(b.type), sigma, e, b.max_rel_rmse);
     }
   }
 }

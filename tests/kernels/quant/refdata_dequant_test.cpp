@@ -19,8 +19,8 @@ namespace ds {
 namespace {
 
 const char* const kModels[] = {
-    "tiny-llama-Q4_K_M.gguf", "tiny-qwen2-Q5_K_S.gguf", "tiny-dsv2-Q4_K_M.gguf",
-    "tiny-dsv2-legacy-Q4_K_M.gguf", "tiny-dsv3-Q4_K_M.gguf", "tiny-dsv3-IQ-MIX.gguf",
+    "tiny-llama-Q4_K_M.gguf",       "tiny-qwen2-Q5_K_S.gguf", "tiny-dsv2-Q4_K_M.gguf",
+    "tiny-dsv2-legacy-Q4_K_M.gguf", "tiny-dsv3-Q4_K_M.gguf",  "tiny-dsv3-IQ-MIX.gguf",
 };
 
 TEST(RefdataDequant, EveryTensorIsFinite) {
@@ -98,9 +98,11 @@ TEST(RefdataDequant, Q6KOutputHeadReproducesReferenceLogits) {
     const double eps = g.get_float_or(g.architecture() + ".attention.layer_norm_rms_epsilon", 1e-6).value();
     const int64_t n_layer = g.get_int_or(g.architecture() + ".block_count", 0).value();
     std::vector<float> w(static_cast<size_t>(n_embd * n_vocab)), nw(static_cast<size_t>(n_embd));
-    for (int64_t r = 0; r < n_vocab; ++r) dequantize_row(out->type, out->data + r * out->row_bytes(), &w[r * n_embd], n_embd);
+    for (int64_t r = 0; r < n_vocab; ++r)
+      dequantize_row(out->type, out->data + r * out->row_bytes(), &w[r * n_embd], n_embd);
     dequantize_row(norm->type, norm->data, nw.data(), n_embd);
-    const auto hid = test::read_file_bytes(test::shared_path(stem + ".layers/blk" + std::to_string(n_layer - 1) + ".out.f32"));
+    const auto hid =
+        test::read_file_bytes(test::shared_path(stem + ".layers/blk" + std::to_string(n_layer - 1) + ".out.f32"));
     const auto ref = test::read_file_bytes(test::shared_path(stem + ".logits.f16"));
     const size_t n_tok = hid.size() / (sizeof(float) * static_cast<size_t>(n_embd));
     ASSERT_EQ(ref.size(), n_tok * static_cast<size_t>(n_vocab) * 2);
