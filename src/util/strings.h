@@ -8,7 +8,8 @@ namespace ds {
 
 // printf-style formatting into a std::string.
 std::string str_format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-// Escapes control characters and invalid UTF-8 bytes for display (\n, \t, \xNN).
+// Escapes control characters for display (\n, \t, \r, other bytes below 0x20 and 0x7F as \xNN);
+// bytes of 0x80 and up, valid UTF-8 or not, pass through unchanged.
 std::string escape_for_display(std::string_view s);
 std::vector<std::string> str_split(std::string_view s, char sep);
 bool starts_with(std::string_view s, std::string_view prefix);
