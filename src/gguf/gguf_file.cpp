@@ -79,28 +79,10 @@ struct GgufParser {
   }
 
   static size_t min_value_bytes(GgufValueType t) {
-    switch (t) {
-      case GgufValueType::kUint8:
-      case GgufValueType::kInt8:
-      case GgufValueType::kBool:
-        return 1;
-      case GgufValueType::kUint16:
-      case GgufValueType::kInt16:
-        return 2;
-      case GgufValueType::kUint32:
-      case GgufValueType::kInt32:
-      case GgufValueType::kFloat32:
-        return 4;
-      case GgufValueType::kUint64:
-      case GgufValueType::kInt64:
-      case GgufValueType::kFloat64:
-        return 8;
-      case GgufValueType::kString:
-        return 8;
-      case GgufValueType::kArray:
-        return 12;
-    }
-    return 1;
+    if (t == GgufValueType::kString) return 8;
+    if (t == GgufValueType::kArray) return 12;
+    size_t n = gguf_scalar_bytes(t);
+    return n ? n : 1;
   }
 
   Status read_scalar(GgufValueType t, GgufValue* v, const std::string& key) {
@@ -344,6 +326,30 @@ struct GgufParser {
 };
 
 // ---------------------------------------------------------------------------
+
+size_t gguf_scalar_bytes(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
+      return 4;
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
+      return 8;
+    case GgufValueType::kString:
+    case GgufValueType::kArray:
+      break;
+  }
+  return 0;
+}
 
 const char* gguf_value_type_name(GgufValueType t) {
   static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",

@@ -35,6 +35,8 @@ enum class GgufValueType : uint32_t {
   kFloat64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType t);
+// Bytes of one value of a fixed-size type (1, 2, 4 or 8); 0 for kString and kArray.
+size_t gguf_scalar_bytes(GgufValueType t);
 
 // One metadata value. Scalars keep their declared type; arrays keep their element type
 // and store elements in the vector that fits (ints, floats, strings, or nested arrays).

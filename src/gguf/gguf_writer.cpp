@@ -401,27 +401,8 @@ uint64_t GgufWriter::file_size() {
 uint64_t GgufWriter::header_size() const {
   uint64_t n = 4 + 4 + 8 + 8;
   auto value_size = [](const GgufValue& v, GgufValueType t, auto&& self) -> uint64_t {
-    switch (t) {
-      case GgufValueType::kUint8:
-      case GgufValueType::kInt8:
-      case GgufValueType::kBool:
-        return 1;
-      case GgufValueType::kUint16:
-      case GgufValueType::kInt16:
-        return 2;
-      case GgufValueType::kUint32:
-      case GgufValueType::kInt32:
-      case GgufValueType::kFloat32:
-        return 4;
-      case GgufValueType::kUint64:
-      case GgufValueType::kInt64:
-      case GgufValueType::kFloat64:
-        return 8;
-      case GgufValueType::kString:
-        return 8 + v.str.size();
-      case GgufValueType::kArray:
-        break;
-    }
+    if (t == GgufValueType::kString) return 8 + v.str.size();
+    if (t != GgufValueType::kArray) return gguf_scalar_bytes(t);
     uint64_t s = 4 + 8;
     if (v.elem_type == GgufValueType::kString) {
       for (const auto& e : v.arr_str) s += 8 + e.size();
