@@ -154,7 +154,13 @@ struct MoeRouteArgs {
   float scale = 1.0f;           // expert_weights_scale
   int32_t* ids;                 // [n_tok][n_expert_used], the reference's slot order (descending choice score)
   float* weights;               // [n_tok][n_expert_used]
+  float* scratch;               // moe_route_scratch_floats(n_expert) floats of working space
 };
+// Working space of moe_route: probabilities, choice scores and two values per group (at most
+// one group per expert). The caller provides it so that routing allocates nothing.
+constexpr int64_t moe_route_scratch_floats(int n_expert) {
+  return 4 * static_cast<int64_t>(n_expert);
+}
 
 // Lightning-indexer scores (../shared/SPEC-deepseek32-deepseek4.md 1.1) of one query
 // against the keys [k0, k1) of a paged view, every key read once for all heads:

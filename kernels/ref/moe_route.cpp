@@ -6,8 +6,7 @@
 //   their sum clamped to >= 6.1035e-5; times scale.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <vector>
+#include <cstdint>
 
 #include "kernels/ref/ref.h"
 
@@ -25,52 +24,65 @@ void gate_probs(const float* logits, int n, MoeGating gating, float* s) {
   softmax(s, n, 1.0f);
 }
 
-// Indices of the k largest values of v (descending; equal values keep index order).
-void top_k(const std::vector<float>& v, int k, std::vector<int>* idx) {
-  idx->resize(v.size());
-  std::iota(idx->begin(), idx->end(), 0);
-  std::stable_sort(idx->begin(), idx->end(), [&](int a, int b) { return v[a] > v[b]; });
-  idx->resize(static_cast<size_t>(k));
+// Writes the indices of the k largest values of v[0..n) to idx, largest first; equal values
+// keep index order (a stable descending sort's first k). Selection by repeated scans, O(n k),
+// with no working memory: k is the handful of experts or groups a token keeps.
+void top_k(const float* v, int n, int k, int32_t* idx) {
+  for (int j = 0; j < k; ++j) {
+    int best = -1;
+    for (int i = 0; i < n; ++i) {
+      if (best >= 0 && !(v[i] > v[best])) continue;
+      bool taken = false;
+      for (int q = 0; q < j && !taken; ++q) taken = idx[q] == i;
+      if (!taken) best = i;
+    }
+    idx[j] = best;
+  }
 }
 
-// Sets the choice scores of experts outside the best n_group_used groups to -inf.
-void limit_groups(std::vector<float>* choice, int n_group, int n_group_used) {
-  const int per = static_cast<int>(choice->size()) / n_group;
-  std::vector<float> group_score(static_cast<size_t>(n_group));
-  std::vector<int> idx;
+// Sets the choice scores of experts outside the best n_group_used groups to -inf; a group
+// scores the sum of its two best choice scores (ties to the lower group id).
+// group_score, kept: n_group floats of scratch each.
+void limit_groups(float* choice, int n_expert, int n_group, int n_group_used, float* group_score, float* kept) {
+  const int per = n_expert / n_group;
   for (int g = 0; g < n_group; ++g) {
-    std::vector<float> members(choice->begin() + g * per, choice->begin() + (g + 1) * per);
-    top_k(members, std::min(2, per), &idx);
+    int32_t best[2];
+    const int k = std::min(2, per);
+    top_k(choice + g * per, per, k, best);
     float sum = 0.0f;
-    for (int i : idx) sum += members[static_cast<size_t>(i)];
-    group_score[static_cast<size_t>(g)] = sum;
+    for (int i = 0; i < k; ++i) sum += choice[g * per + best[i]];
+    group_score[g] = sum;
+    kept[g] = 0.0f;
   }
-  top_k(group_score, n_group_used, &idx);
-  std::vector<bool> keep(static_cast<size_t>(n_group), false);
-  for (int g : idx) keep[static_cast<size_t>(g)] = true;
+  for (int j = 0; j < n_group_used; ++j) {
+    int best = -1;
+    for (int g = 0; g < n_group; ++g)
+      if (kept[g] == 0.0f && (best < 0 || group_score[g] > group_score[best])) best = g;
+    kept[best] = 1.0f;
+  }
   for (int g = 0; g < n_group; ++g)
-    if (!keep[static_cast<size_t>(g)])
-      for (int i = 0; i < per; ++i) (*choice)[static_cast<size_t>(g * per + i)] = -INFINITY;
+    if (kept[g] == 0.0f)
+      for (int i = 0; i < per; ++i) choice[g * per + i] = -INFINITY;
 }
 
 }  // namespace
 
 void moe_route(const MoeRouteArgs& a) {
-  std::vector<float> s(static_cast<size_t>(a.n_expert)), choice;
-  std::vector<int> idx;
+  float* s = a.scratch;
+  float* choice = a.scratch + a.n_expert;
+  float* group_score = a.scratch + 2 * a.n_expert;
+  float* kept = group_score + a.n_group;
   for (int64_t it = 0; it < a.n_tok; ++it) {
-    gate_probs(a.logits + it * a.n_expert, a.n_expert, a.gating, s.data());
-    choice = s;
-    if (a.bias)
-      for (int i = 0; i < a.n_expert; ++i) choice[static_cast<size_t>(i)] += a.bias[i];
-    if (a.n_group > 1 && a.n_group_used < a.n_group) limit_groups(&choice, a.n_group, a.n_group_used);
-    top_k(choice, a.n_expert_used, &idx);
+    gate_probs(a.logits + it * a.n_expert, a.n_expert, a.gating, s);
+    for (int i = 0; i < a.n_expert; ++i) choice[i] = a.bias ? s[i] + a.bias[i] : s[i];
+    if (a.n_group > 1 && a.n_group_used < a.n_group)
+      limit_groups(choice, a.n_expert, a.n_group, a.n_group_used, group_score, kept);
     int32_t* ids = a.ids + it * a.n_expert_used;
     float* w = a.weights + it * a.n_expert_used;
+    top_k(choice, a.n_expert, a.n_expert_used, ids);
     float sum = 0.0f;
     for (int k = 0; k < a.n_expert_used; ++k) {
-      ids[k] = idx[static_cast<size_t>(k)];
-      w[k] = s[static_cast<size_t>(ids[k])];
+      w[k] = s[ids[k]];
       sum += w[k];
     }
     if (a.norm) {

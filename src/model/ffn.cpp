@@ -56,6 +56,7 @@ size_t moe_ffn_scratch(const HParams& hp, int64_t T) {
   size_t s = 0;
   s += act_bytes(T, E) * 2;                              // quantized input (up to two types)
   s += floats(T * X);                                    // router logits
+  s += floats(moe_route_scratch_floats(hp.n_expert));    // routing's working space
   s += 2 * floats(TK) + 3 * floats(TK) + floats(X + 1);  // ids, weights, order, row_of, counts
   s += act_bytes(TK, E) * 2;                             // gathered rows for gate and up
   s += 2 * floats(TK * Fe) + act_bytes(TK, Fe);          // gate/up outputs, quantized for down
@@ -135,7 +136,8 @@ Routing route(ForwardCtx& ctx, const HParams& hp, const LayerWeights& lw, int il
                                 .norm = hp.expert_weights_norm,
                                 .scale = hp.expert_weights_scale,
                                 .ids = ids,
-                                .weights = wts});
+                                .weights = wts,
+                                .scratch = ar.alloc<float>(moe_route_scratch_floats(X))});
   ctx.emit("experts", il, ids, T, hp.n_expert_used);
   Routing r{ids, wts, ar.alloc<int64_t>(X + 1), ar.alloc<int64_t>(TK), ar.alloc<int64_t>(TK)};
   sort_by_expert(TK, X, r);

@@ -336,7 +336,7 @@ TEST(IsaVsRef, MoeRoute) {
   const auto bias = random_floats(rng, n_expert, -0.1f, 0.1f);
   for (const KernelTable* kt : available_tables()) {
     std::vector<int32_t> ids_want(n_tok * k), ids_got(n_tok * k);
-    std::vector<float> w_want(n_tok * k), w_got(n_tok * k);
+    std::vector<float> w_want(n_tok * k), w_got(n_tok * k), scratch(moe_route_scratch_floats(n_expert));
     MoeRouteArgs a{.logits = logits.data(),
                    .n_tok = n_tok,
                    .n_expert = n_expert,
@@ -348,7 +348,8 @@ TEST(IsaVsRef, MoeRoute) {
                    .norm = true,
                    .scale = 2.5f,
                    .ids = ids_want.data(),
-                   .weights = w_want.data()};
+                   .weights = w_want.data(),
+                   .scratch = scratch.data()};
     ref::moe_route(a);
     a.ids = ids_got.data();
     a.weights = w_got.data();

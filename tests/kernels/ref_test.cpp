@@ -3,8 +3,12 @@
 // RoPE, softmax and SiLU against their formulas in double; MoE routing on hand-built cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <numeric>
 #include <random>
+#include <vector>
 
 #include "kernel_test_data.h"
 #include "kernels/ref/ref.h"
@@ -114,6 +118,7 @@ TEST(RefKernels, MoeRouteSigmoidBiasGroups) {
   const float bias[8] = {0.1f, 0.1f, 0.2f, 0.2f, 0.0f, 0.0f, -0.9f, 0.0f};
   int32_t ids[3];
   float w[3];
+  float scratch[moe_route_scratch_floats(8)];
   ref::moe_route({.logits = logits,
                   .n_tok = 1,
                   .n_expert = 8,
@@ -125,7 +130,8 @@ TEST(RefKernels, MoeRouteSigmoidBiasGroups) {
                   .norm = true,
                   .scale = 2.5f,
                   .ids = ids,
-                  .weights = w});
+                  .weights = w,
+                  .scratch = scratch});
   // choice: 0:.722 1:.699 2:.774 3:.750 4,5:.269 6:-.019 7:.047 -> groups 1.421 1.524 .538 .028
   EXPECT_EQ(ids[0], 2);
   EXPECT_EQ(ids[1], 3);
@@ -135,13 +141,69 @@ TEST(RefKernels, MoeRouteSigmoidBiasGroups) {
   for (int k = 0; k < 3; ++k) EXPECT_NEAR(w[k], 2.5 * s[k] / sum, 1e-6);
 
   // Softmax without norm: weights are the plain probabilities times the scale.
-  ref::moe_route({.logits = logits, .n_tok = 1, .n_expert = 8, .n_expert_used = 2, .ids = ids, .weights = w});
+  ref::moe_route(
+      {.logits = logits, .n_tok = 1, .n_expert = 8, .n_expert_used = 2, .ids = ids, .weights = w, .scratch = scratch});
   double den = 0;
   for (float l : logits) den += std::exp(static_cast<double>(l));
   EXPECT_EQ(ids[0], 6);
   EXPECT_EQ(ids[1], 0);
   EXPECT_NEAR(w[0], std::exp(2.0) / den, 1e-7);
   EXPECT_NEAR(w[1], std::exp(0.5) / den, 1e-7);
+}
+
+// The selection against the rule as SPEC.md states it, written with a stable descending sort:
+// logits on a coarse grid so that choice scores, group scores and the -inf of masked groups
+// tie often, and more experts used than the kept groups hold (the rest come from masked
+// groups, in expert order).
+TEST(RefKernels, MoeRouteSelectionMatchesStableSortOnTies) {
+  const auto top = [](const std::vector<float>& v, int k) {
+    std::vector<int> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return v[a] > v[b]; });
+    idx.resize(static_cast<size_t>(k));
+    return idx;
+  };
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> level(-2, 2);
+  int cases = 0;
+  for (const auto& [n_expert, n_group, n_group_used, k] :
+       std::vector<std::array<int, 4>>{{16, 4, 2, 6}, {16, 4, 1, 6}, {12, 6, 3, 4}, {8, 8, 3, 3}, {9, 1, 1, 9}}) {
+    for (int rep = 0; rep < 50; ++rep, ++cases) {
+      std::vector<float> logits(static_cast<size_t>(n_expert)), bias(static_cast<size_t>(n_expert));
+      for (auto& l : logits) l = 0.5f * static_cast<float>(level(rng));
+      for (auto& b : bias) b = 0.25f * static_cast<float>(level(rng) % 2);
+      std::vector<int32_t> ids(static_cast<size_t>(k));
+      std::vector<float> w(static_cast<size_t>(k)), scratch(static_cast<size_t>(moe_route_scratch_floats(n_expert)));
+      ref::moe_route({.logits = logits.data(),
+                      .n_tok = 1,
+                      .n_expert = n_expert,
+                      .n_expert_used = k,
+                      .n_group = n_group,
+                      .n_group_used = n_group_used,
+                      .gating = MoeGating::kSigmoid,
+                      .bias = bias.data(),
+                      .ids = ids.data(),
+                      .weights = w.data(),
+                      .scratch = scratch.data()});
+      std::vector<float> choice(static_cast<size_t>(n_expert));
+      for (int i = 0; i < n_expert; ++i) choice[i] = 1.0f / (1.0f + std::exp(-logits[i])) + bias[i];
+      if (n_group > 1 && n_group_used < n_group) {
+        const int per = n_expert / n_group;
+        std::vector<float> score(static_cast<size_t>(n_group));
+        for (int g = 0; g < n_group; ++g) {
+          const std::vector<float> m(choice.begin() + g * per, choice.begin() + (g + 1) * per);
+          for (int i : top(m, std::min(2, per))) score[g] += m[i];
+        }
+        std::vector<bool> keep(static_cast<size_t>(n_group));
+        for (int g : top(score, n_group_used)) keep[g] = true;
+        for (int i = 0; i < n_expert; ++i)
+          if (!keep[i / per]) choice[i] = -INFINITY;
+      }
+      const std::vector<int> want = top(choice, k);
+      ASSERT_EQ(std::vector<int>(ids.begin(), ids.end()), want) << "experts " << n_expert << " groups " << n_group;
+    }
+  }
+  EXPECT_EQ(cases, 250);
 }
 
 }  // namespace
