@@ -45,6 +45,32 @@ class Deepseek4Model : public Model {
     return m;
   }
 
+  // What a decode step at context n_ctx reads per block: the n_swa raw rows of the window;
+  // ratio 128 every complete compressed row; ratio 4 every indexer row (scored) and at most
+  // top_k compressed rows; and the compressor inputs its pooling reads, averaged per token
+  // (ratio 4: 8 positions every 4 tokens, 128: 128 every 128; the indexer's likewise).
+  double decode_kv_bytes(int64_t n_ctx, GgmlType t) const override {
+    const double D = static_cast<double>(ggml_row_size(t, hp_.n_embd_head_k));
+    const double DI = static_cast<double>(hp_.n_idx_dim) * sizeof(float);
+    const double state_row = 2.0 * static_cast<double>(hp_.n_embd_head_k) * sizeof(float);  // v and s, per c
+    double bytes = 0;
+    for (int il = 0; il < hp_.n_layer; ++il) {
+      const int r = ratio(il);
+      bytes += static_cast<double>(std::min<int64_t>(n_ctx, hp_.n_swa)) * D;
+      if (r == 0) continue;
+      const double n_comp = static_cast<double>(n_ctx / r);
+      const double c = static_cast<double>(dsv4::comp_mult(r));
+      bytes += c * c * state_row;  // c*r positions of c-wide inputs every r tokens
+      if (r == 4) {
+        bytes += n_comp * DI + std::min(n_comp, static_cast<double>(hp_.idx_top_k)) * D;
+        bytes += 2.0 * 4.0 * DI;  // 8 positions of the indexer's 2-wide v and s every 4 tokens
+      } else {
+        bytes += n_comp * D;
+      }
+    }
+    return bytes;
+  }
+
   size_t scratch_bytes(int64_t T) const override;
   void attention(int il, ForwardCtx& ctx, const float* x, float* out) const override;
   void ffn(int il, ForwardCtx& ctx, const float* x, float* out) const override;

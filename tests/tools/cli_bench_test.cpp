@@ -90,6 +90,23 @@ TEST(CliBench, SparseAttentionCacheBytesAndChunkedPrefill) {
   EXPECT_EQ(json_line(h.out)["kv_bytes_per_token"].get<double>(), 4.0 * (42 * 64 * 2 + 16 * 288 * 2));
 }
 
+// deepseek4 reads per block the window's raw rows, the compressed rows its attention takes
+// and the compressor inputs its pooling reads. tiny-dsv4: 4 trunk blocks of ratios 0, 4, 128,
+// 4; head dim 128 (f16 rows of 256 bytes), window 16, indexer rows of 64 f32, top-8. At
+// context 42: every block reads 16 raw rows; a ratio-4 block scores 10 indexer rows, takes 8
+// compressed rows, and averages 8 positions of 2 x 2 x 128 f32 inputs (and of the indexer's
+// 2 x 2 x 64) every 4 tokens; the ratio-128 block has no complete row yet and averages 128
+// positions of 2 x 128 f32 every 128 tokens.
+TEST(CliBench, CompressedAttentionCacheBytes) {
+  const auto r = run("bench --model " + shared_path("refdata/tiny-dsv4-MXFP4_MOE.gguf") +
+                     " -p 8 -n 4 -d 40 -t 2 --batch 0 --repeats 1 --no-limits --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const double raw = 16 * 256;
+  const double ratio4 = 10 * 64 * 4 + 8 * 256 + (8 * 2 * 2 * 128 * 4) / 4.0 + (8 * 2 * 2 * 64 * 4) / 4.0;
+  const double ratio128 = (128 * 2 * 128 * 4) / 128.0;
+  EXPECT_EQ(json_line(r.out)["kv_bytes_per_token"].get<double>(), 4 * raw + 2 * ratio4 + ratio128);
+}
+
 TEST(CliBench, NoLimitsSkipsTheProbes) {
   const auto r = run("bench --model " + model() + " -p 4 -n 2 --batch 0 --repeats 1 --no-limits --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
