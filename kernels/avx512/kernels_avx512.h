@@ -57,5 +57,9 @@ Gemv4Fn gemv4_fn_iq(GgmlType t);
 // runs per token).
 using GemvTokensFn = void (*)(const MatmulArgs& m, int64_t r0, int64_t rstep);
 GemvTokensFn gemv_tokens_fn_iq(GgmlType t);
+// matmul_gemv_iq4.cpp: the same two for IQ4_XS, IQ4_NL and MXFP4 (gemv4_fn_iq and
+// gemv_tokens_fn_iq return them for those types).
+Gemv4Fn gemv4_fn_iq4(GgmlType t);
+GemvTokensFn gemv_tokens_fn_iq4(GgmlType t);
 
 }  // namespace ds::avx512
