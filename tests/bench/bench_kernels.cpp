@@ -323,13 +323,14 @@ void register_all() {
                      GgmlType::Q5_0,    GgmlType::Q2_K,  GgmlType::Q3_K,    GgmlType::Q4_1,   GgmlType::Q5_1,
                      GgmlType::IQ1_S,   GgmlType::IQ1_M, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
                      GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ4_NL,  GgmlType::IQ4_XS, GgmlType::MXFP4}) {
-    for (int n_threads : {1, 2}) {
-      const std::string name = std::string("GEMV_COLD/avx512/") + ds::ggml_type_name(t) +
-                               "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
-      benchmark::RegisterBenchmark(name.c_str(), bench_matmul, ds::Isa::kAvx512, t, 1536, 8960, 1, n_threads, 48)
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
-    }
+    for (ds::Isa isa : {ds::Isa::kAvx512, ds::Isa::kAvx2})
+      for (int n_threads : {1, 2}) {
+        const std::string name = std::string("GEMV_COLD/") + ds::isa_name(isa) + "/" + ds::ggml_type_name(t) +
+                                 "/1536x8960/tok:1/threads:" + std::to_string(n_threads);
+        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, isa, t, 1536, 8960, 1, n_threads, 48)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
     if (t == GgmlType::Q5_K) continue;  // its packed and batched paths are Q4_K's
     // The same on the packed panels (weights repacked at load, docs/repack.md).
     if (ds::repack_supported(t))
