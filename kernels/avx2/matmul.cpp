@@ -20,9 +20,10 @@ constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while rows 
 // How far ahead of the block being unpacked a one-row tile prefetches its weights. The
 // hardware prefetcher alone leaves the stream waiting while the unpacking runs: 2-thread cold
 // GEMV (bench_kernels GEMV_COLD/avx2, 1536x8960 x 48 matrices) without / with 2 KB, GB/s:
-// Q4_K 8.5 / 9.3, Q6_K 8.2 / 11.0, Q8_0 7.0 / 10.6, IQ4_XS 7.1 / 9.1 (3 KB the same, 1 KB half
-// the gain). Past the row's end it reads the next rows, which are the thread's next work.
-constexpr size_t kPrefetchBytes = 2048;
+// Q4_K 8.5 / 9.3, Q6_K 8.2 / 11.0, Q8_0 7.0 / 10.6, IQ4_XS 7.1 / 9.1; 1 KB gave half the gain,
+// 1.5-8 KB are within the noise of each other (4 KB had the best medians). Past the row's end
+// it reads the next rows, which are the thread's next work.
+constexpr size_t kPrefetchBytes = 4096;
 
 // out[t] = dot(weight row w, activation row act + t * act_stride), t < NT.
 template <class Dq, int NT>
