@@ -151,6 +151,10 @@ struct Dot32Base {
   };
   using Acc = AccK;  // [QUANT_EXACT]: the reference's running float sum
   static Acc zero() { return {0.0f}; }
+  template <class WBlock>
+  static float scale(const WBlock& b) {
+    return half_to_float(b.d);
+  }
   static void finish_unpack(__m256i w, half_t d, Unpacked& u) {
     u.w = w;
     u.absw = _mm256_abs_epi8(w);

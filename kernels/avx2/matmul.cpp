@@ -26,18 +26,15 @@ constexpr int64_t kTokChunk = 64;  // activation rows kept hot in L2 while rows 
 // it reads the next rows, which are the thread's next work.
 constexpr size_t kPrefetchBytes = 4096;
 
+[[gnu::always_inline]] inline void prefetch_ahead(const void* block, size_t bytes) {
+  const char* q = static_cast<const char*>(block) + kPrefetchBytes;
+  for (size_t x = 0; x < bytes; x += 64) _mm_prefetch(q + x, _MM_HINT_T0);
+}
+
 template <class Dq>
 constexpr bool kIq32 = std::is_base_of_v<IqDot32Base, Dq>;  // fma float step ([IQUANT_ORDER])
 template <class Dq>
 constexpr bool kAny32 = std::is_base_of_v<Dot32Base, Dq> || kIq32<Dq>;
-
-template <class Dq>
-[[gnu::always_inline]] inline float block_scale(const typename Dq::WBlock& b) {
-  if constexpr (kIq32<Dq>)
-    return Dq::scale(b);
-  else
-    return half_to_float(b.d);
-}
 
 // One row of a 32-block type against one activation row (decode), four blocks per step.
 // The one-block tile pays a horizontal sum (7 instructions) per 32 elements, more than the
@@ -54,13 +51,12 @@ float row32(int64_t nb, const typename Dq::WBlock* w, const BlockQ8_0* a) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), s), ones);
   };
   auto step = [&](float sumf, int64_t ib) {
-    const float dd = block_scale<Dq>(w[ib]) * half_to_float(a[ib].d);
+    const float dd = Dq::scale(w[ib]) * half_to_float(a[ib].d);
     acc = kIq32<Dq> ? std::fma(sumf, dd, acc) : acc + sumf * dd;
   };
   int64_t ib = 0;
   for (; ib + 4 <= nb; ib += 4) {
-    const char* q = reinterpret_cast<const char*>(w + ib) + kPrefetchBytes;
-    for (size_t x = 0; x < 4 * sizeof(typename Dq::WBlock); x += 64) _mm_prefetch(q + x, _MM_HINT_T0);
+    prefetch_ahead(w + ib, 4 * sizeof(typename Dq::WBlock));
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(block_sum(ib), block_sum(ib + 1)),
                                         _mm256_hadd_epi32(block_sum(ib + 2), block_sum(ib + 3)));
     const __m128 sums = _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
@@ -88,10 +84,7 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
   }
   typename Dq::Unpacked u;
   for (int64_t ib = 0; ib < nb; ++ib) {
-    if constexpr (NT == 1) {  // decode: one row stream, read ahead of the unpacking
-      const char* q = reinterpret_cast<const char*>(w + ib) + kPrefetchBytes;
-      for (size_t x = 0; x < sizeof(typename Dq::WBlock); x += 64) _mm_prefetch(q + x, _MM_HINT_T0);
-    }
+    if constexpr (NT == 1) prefetch_ahead(w + ib, sizeof(typename Dq::WBlock));  // decode: one row stream
     Dq::unpack(w[ib], u);
     for (int t = 0; t < NT; ++t) Dq::accumulate(u, a[t][ib], acc[t]);
   }
