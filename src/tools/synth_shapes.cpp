@@ -37,6 +37,8 @@ struct MlaShape {  // deepseek2 / deepseek32, MLA layout
 struct V4Shape {  // deepseek4 (../shared/SPEC-deepseek32-deepseek4.md 3.1)
   int64_t n_embd, n_layer, n_head, head_dim, rope, q_lora, n_out_group, out_rank, swa;
   int64_t idx_head, idx_dim, idx_top_k, n_expert, n_used, n_shared, n_ff_exp, n_hash, n_vocab, n_ctx;
+  float expert_scale;
+  int32_t lead_ratio;  // compress ratio of blocks 0 and 1; the rest alternate 4 and 128
 };
 
 struct ShapeDef {
@@ -83,9 +85,14 @@ constexpr MlaShape kMoeBench{2048, 6, 16,     10944,  768, 512,  128,  64, 128, 
                              1408, 1, 102400, 163840, 2,   true, 2.5f, 0,  0,   40.0f, 0.1f};
 
 // V4-Flash (SPEC-deepseek32-deepseek4.md section 7): 43 blocks, E 4096, 64 heads x 512,
-// window 128, 8 output groups x 1024, indexer 64 x 128 top-512, 256 experts top-6.
-constexpr V4Shape kV4Flash{4096, 43,  64,  512, 64, 1024, 8, 1024,   128,    64,
-                           128,  512, 256, 6,   1,  2048, 3, 129280, 1048576};
+// window 128, 8 output groups x 1024, indexer 64 x 128 top-512, 256 experts top-6, x1.5.
+constexpr V4Shape kV4Flash{4096, 43,  64, 512, 64,   1024, 8,      1024,    128,  64, 128,
+                           512,  256, 6,  1,   2048, 3,    129280, 1048576, 1.5f, 0};
+// V4 (V4-Pro; its published config.json): 61 blocks, E 7168, 128 heads x 512 (rope 64), q_lora
+// 1536, 16 output groups x 1024, window 128, indexer 64 x 128 top-1024, 384 experts of 3072
+// top-6, 1 shared, x2.5, 3 hash blocks; compress ratios 128, 128, then 4 and 128 alternating.
+constexpr V4Shape kV4Pro{7168, 61,  128, 512, 64,   1536, 16,     1024,    128,  64, 128,
+                         1024, 384, 6,   1,   3072, 3,    129280, 1048576, 2.5f, 128};
 
 const ShapeDef kShapes[] = {
     {{"tiny-llama", "llama, 4 layers, embd 256, GQA 4/2, linear RoPE x4 (deepseek-coder style)"}, &kTinyLlama, nullptr},
@@ -112,6 +119,10 @@ const ShapeDef kShapes[] = {
      nullptr,
      nullptr,
      &kV4Flash},
+    {{"v4", "deepseek4, DeepSeek-V4(-Pro) dimensions (61 layers, E 7168, 384 experts top-6; use --layers)"},
+     nullptr,
+     nullptr,
+     &kV4Pro},
 };
 
 void put_dense(const DenseShape& s, GgufWriter* w) {
@@ -226,11 +237,15 @@ void put_v4(const V4Shape& s, GgufWriter* w) {
   u("expert_used_count", s.n_used);
   u("expert_shared_count", s.n_shared);
   u("expert_feed_forward_length", s.n_ff_exp);
-  f("expert_weights_scale", 1.5f);
+  f("expert_weights_scale", s.expert_scale);
   w->set(a + "expert_weights_norm", gguf_bool(true));
   u("expert_gating_func", 4);
   // The per-block arrays (compress_ratios, swiglu clamps) follow the final block_count in
-  // synth_finalize_metadata.
+  // synth_finalize_metadata, which keeps the lead ratio written here.
+  std::vector<int32_t> ratios(static_cast<size_t>(s.n_layer), 0);
+  for (int64_t il = 0; il < s.n_layer; ++il)
+    ratios[static_cast<size_t>(il)] = il < 2 ? s.lead_ratio : (il % 2 == 0 ? 4 : 128);
+  w->set(a + "attention.compress_ratios", gguf_arr_i32(ratios));
   if (s.n_vocab) u("vocab_size", s.n_vocab);
 }
 

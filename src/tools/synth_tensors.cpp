@@ -289,12 +289,16 @@ Status synth_finalize_metadata(GgufWriter* w, int64_t n_vocab) {
     w->set(arch + ".attention.value_length", gguf_u32(static_cast<uint32_t>(kv_lora)));
   }
   if (arch == "deepseek4") {
-    // V4-Flash's per-block pattern at the final block count: two uncompressed blocks, then
-    // ratio 4 and 128 alternating (SPEC 3.1); SwiGLU limit 10 everywhere.
+    // The real models' per-block pattern at the final block count: blocks 0 and 1 at the
+    // shape's lead ratio (V4-Flash 0, V4 128), then ratio 4 and 128 alternating (SPEC 3.1);
+    // SwiGLU limit 10 everywhere.
     const int64_t n_layer = synth_int(*w, "deepseek4.block_count", 0);
     if (n_layer < 1 || n_layer > 4096) return Status::error("deepseek4.block_count must be in [1, 4096]");
+    const GgufValue* shape_ratios = w->find("deepseek4.attention.compress_ratios");
+    const int32_t lead =
+        shape_ratios && !shape_ratios->arr_int.empty() ? static_cast<int32_t>(shape_ratios->arr_int[0]) : 0;
     std::vector<int32_t> ratios;
-    for (int64_t il = 0; il < n_layer; ++il) ratios.push_back(il < 2 ? 0 : (il % 2 == 0 ? 4 : 128));
+    for (int64_t il = 0; il < n_layer; ++il) ratios.push_back(il < 2 ? lead : (il % 2 == 0 ? 4 : 128));
     w->set("deepseek4.attention.compress_ratios", gguf_arr_i32(ratios));
     const std::vector<float> clamp(static_cast<size_t>(n_layer), 10.0f);
     w->set("deepseek4.swiglu_clamp_exp", gguf_arr_f32(clamp));

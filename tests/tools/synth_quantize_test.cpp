@@ -169,6 +169,31 @@ TEST_F(ToolsTest, SynthTinyDsv3) {
   EXPECT_EQ(type_of(*f, "blk.1.attn_output.weight"), GgmlType::Q4_K);  // 16 experts: no bump
 }
 
+// v4 (V4-Pro) at reduced width: its own lead ratio (blocks 0-1 at 128), x2.5 routing scale,
+// 16 output groups and top-1024 indexer kept, and the file passes the deepseek4 loader.
+TEST_F(ToolsTest, SynthV4ShapeHasProDimensions) {
+  auto f = synth("v4", "Q8_0",
+                 "--layers 5 --set embedding_length=256 --set attention.head_count=16 --set attention.q_lora_rank=256 "
+                 "--set attention.output_lora_rank=128 --set attention.key_length=128 --set attention.value_length=128 "
+                 "--set expert_count=16 --set expert_feed_forward_length=256 --set attention.indexer.head_count=8");
+  ASSERT_TRUE(f);
+  const GgufValue* ratios = f->find("deepseek4.attention.compress_ratios");
+  ASSERT_NE(ratios, nullptr);
+  EXPECT_EQ(ratios->arr_int, (std::vector<int64_t>{128, 128, 4, 128, 4}));
+  EXPECT_EQ(key_int(*f, "deepseek4.attention.output_group_count"), 16);
+  EXPECT_EQ(key_int(*f, "deepseek4.attention.indexer.top_k"), 1024);
+  EXPECT_EQ(key_int(*f, "deepseek4.expert_used_count"), 6);
+  const GgufValue* scale = f->find("deepseek4.expert_weights_scale");
+  ASSERT_NE(scale, nullptr);
+  EXPECT_FLOAT_EQ(static_cast<float>(scale->f), 2.5f);
+  EXPECT_NE(f->tensor("blk.0.attn_compressor_ape.weight"), nullptr);  // ratio 128 from block 0
+  EXPECT_EQ(f->tensor("blk.0.indexer.attn_q_b.weight"), nullptr);
+  EXPECT_NE(f->tensor("blk.2.indexer.attn_q_b.weight"), nullptr);
+  auto m = Model::load(f->path());
+  ASSERT_TRUE(m.is_ok()) << m.message();
+  EXPECT_EQ((*m)->hp().n_layer, 5);
+}
+
 // v4-flash at reduced width: the per-block arrays follow --layers, the hash blocks get an
 // I32 table of valid expert ids, and the file passes the deepseek4 loader.
 TEST_F(ToolsTest, SynthV4FlashFollowsLayers) {
