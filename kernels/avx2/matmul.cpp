@@ -82,8 +82,8 @@ float row32(int64_t nb, const typename Dq::WBlock* w, const BlockQ8_0* a) {
 // 43.6-44.1. Q8_0, which reads its bytes at memory speed, stays on row32: the two
 // interleaved streams read it slower cold (1 thread 30 -> 16-25 GOPS).
 template <class Dq>
-void row32x2(int64_t nb, const typename Dq::WBlock* w0, const typename Dq::WBlock* w1, const BlockQ8_0* a,
-             float* out0, float* out1) {
+void row32x2(int64_t nb, const typename Dq::WBlock* w0, const typename Dq::WBlock* w1, const BlockQ8_0* a, float* out0,
+             float* out1) {
   float acc0 = 0.0f, acc1 = 0.0f;
   const __m256i ones = _mm256_set1_epi16(1);
   auto block_sum = [&](const typename Dq::WBlock& b, __m256i x) {
@@ -324,7 +324,8 @@ struct Quant {
     }
     if constexpr (kAny32<Dq> && !std::is_same_v<Dq, DotQ8_0>) {
       if (nt == 1) {  // decode: rows in pairs (row32x2)
-        const auto* act = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride);
+        const auto* act =
+            reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride);
         const int64_t nb = m.n_in / Dq::kBlock;
         for (; r + 2 <= r1; r += 2) {
           const auto* w = static_cast<const uint8_t*>(m.w) + r * m.w_row_stride;
