@@ -100,7 +100,7 @@ for m, js in rows:
     print(f"| {label[m]} | **ds-server** | {j['pp_tps']:.1f} ({j['pp_tps_min']:.0f}..{j['pp_tps_max']:.0f}) "
           f"| {j['tg_tps']:.1f} ({j['tg_tps_min']:.1f}..{j['tg_tps_max']:.1f}) | {j['batch_tg_tps']:.1f} | {ratio:.2f}x "
           f"| {100*j['tg_roofline']:.0f}% ({j['bytes_per_token']/1e9:.3f} GB/token) "
-          f"| {100*j['pp_roofline']:.0f}% ({j['ops_per_token']/1e9:.2f} GOP/token) |")
+          f"| {100*j['pp_roofline']:.0f}% ({j['prefill_ops_per_token']/1e9:.2f} GOP/token) |")
 print()
 for m, j in limits:  # each repeat's roofline uses the limits read around that repeat
     print(f"machine (measured in the {m} run, around each repeat): read bandwidth {j['bandwidth_gbs']:.1f} GB/s "

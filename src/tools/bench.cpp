@@ -68,10 +68,14 @@ double now_s() {
 }
 
 // Weight bytes and int8 ops one token touches: every matrix once, experts in the share
-// n_expert_used / n_expert, the embedding table as one row.
+// n_expert_used / n_expert, the embedding table as one row. head_ops: the output head's
+// part of ops_per_token, which a prefill computes for the prompt's last token only.
 struct ModelCost {
   double bytes_per_token = 0;
   double ops_per_token = 0;
+  double head_ops = 0;
+  // int8 ops per prompt token of an n-token prefill: the trunk for every token, the head once.
+  double prefill_ops_per_token(int n) const { return ops_per_token - head_ops + head_ops / std::max(n, 1); }
 };
 
 ModelCost model_cost(const GgufFile& f) {
@@ -97,6 +101,7 @@ ModelCost model_cost(const GgufFile& f) {
     if (t.n_dims < 2) params = 0;  // norms and biases: no multiply-adds worth counting
     c.bytes_per_token += bytes;
     c.ops_per_token += 2.0 * params;
+    if (t.name == "output.weight" || (t.name == "token_embd.weight" && params > 0)) c.head_ops += 2.0 * params;
   }
   return c;
 }
@@ -357,7 +362,7 @@ Status cmd_bench(const std::vector<std::string>& args) {
     pp.push_back(b.n_prompt / *p);
     if (g > 0) {
       gopss.push_back(g);
-      pp_roofs.push_back(pp.back() * cost.ops_per_token / (g * 1e9));
+      pp_roofs.push_back(pp.back() * cost.prefill_ops_per_token(b.n_prompt) / (g * 1e9));
     }
     const double bw0 = bandwidth_now();
     auto t = run_decode(e, 1, b.n_gen, n_vocab, logits, b.depth, eo.max_batch_tokens, b.fast_depth);
@@ -387,17 +392,18 @@ Status cmd_bench(const std::vector<std::string>& args) {
         "\"depth\":%d,\"pp_tps_min\":%.3f,\"pp_tps_max\":%.3f,\"tg_tps\":%.3f,\"tg_tps_min\":%.3f,\"tg_tps_max\":%.3f,"
         "\"batch_tg_tps\":%.3f,\"bandwidth_gbs\":%.3f,\"bandwidth_gbs_min\":%.3f,\"bandwidth_gbs_max\":%.3f,"
         "\"int8_gops\":%.3f,\"int8_gops_min\":%.3f,\"int8_gops_max\":%.3f,\"fp32_gflops\":%.3f,\"bf16_gflops\":%.3f,"
-        "\"bytes_per_token\":%.0f,\"kv_bytes_per_token\":%.0f,\"ops_per_token\":%.0f,\"tg_roofline\":%.4f,"
-        "\"pp_roofline\":%.4f}\n",
+        "\"bytes_per_token\":%.0f,\"kv_bytes_per_token\":%.0f,\"ops_per_token\":%.0f,"
+        "\"prefill_ops_per_token\":%.0f,\"tg_roofline\":%.4f,\"pp_roofline\":%.4f}\n",
         escape_for_display(b.model).c_str(), b.n_threads, b.n_prompt, b.n_gen, b.batch, spp.median, b.depth, spp.min,
         spp.max, stg.median, stg.min, stg.max, sbtg.median, bw, sbw.min, sbw.max, gops, sgops.min, sgops.max, gflops,
-        bf16_gflops, cost.bytes_per_token, kv_bytes, cost.ops_per_token, tg_roof, pp_roof);
+        bf16_gflops, cost.bytes_per_token, kv_bytes, cost.ops_per_token, cost.prefill_ops_per_token(b.n_prompt),
+        tg_roof, pp_roof);
   } else {
     std::printf(
         "model: %s (%s, %s of weights + %s of KV cache read per decoded token, %.2f GOP per prefill "
         "token)\n",
         b.model.c_str(), e.info().arch.c_str(), human_bytes(cost.bytes_per_token).c_str(),
-        human_bytes(kv_bytes).c_str(), cost.ops_per_token / 1e9);
+        human_bytes(kv_bytes).c_str(), cost.prefill_ops_per_token(b.n_prompt) / 1e9);
     std::printf(
         "machine: read bandwidth %.1f GB/s (%.1f..%.1f), int8 peak %.0f GOPS (%.0f..%.0f, %s), "
         "fp32 FMA peak %.0f GFLOPS, bf16 dot peak %s\n",

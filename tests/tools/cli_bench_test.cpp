@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "gguf/gguf_file.h"
 #include "test_util.h"
 
 namespace ds::test {
@@ -58,6 +59,14 @@ TEST(CliBench, JsonHasMeasuredRatesAndLimits) {
   // Rooflines are fractions of the machine's limits measured in the same run.
   EXPECT_LT(j["tg_roofline"].get<double>(), 5.0);
   EXPECT_LT(j["pp_roofline"].get<double>(), 5.0);
+  // A prefill computes the output head for the prompt's last token only: of the 8 prompt
+  // tokens' head products, 7 are not counted.
+  auto f = GgufFile::open(model());
+  ASSERT_TRUE(f.is_ok()) << f.message();
+  const GgufTensorInfo* head = (*f)->tensor("output.weight");
+  ASSERT_NE(head, nullptr);
+  const double head_ops = 2.0 * static_cast<double>(head->n_elements());
+  EXPECT_NEAR(j["prefill_ops_per_token"].get<double>(), j["ops_per_token"].get<double>() - head_ops * 7.0 / 8.0, 2.0);
 }
 
 // deepseek32's decode reads every indexer key (64 f32 per token) but only the top-k (16)
