@@ -67,14 +67,24 @@ struct DotQ4K {
     unpack_scales(b.scales, b.d, b.dmin, u);
   }
   static Acc zero() { return {0.0f}; }
-  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
-    __m256i s = _mm256_setzero_si256();
+  // The block's two integer sums as int32 lanes (their lane sums are exact): s = the scaled
+  // products, m = the mins against the bsums.
+  static void ints(const Unpacked& u, const ABlock& a, __m256i& s, __m256i& m) {
+    s = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j)
       s = _mm256_add_epi32(
           s, dot_scaled(u.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j)), u.sc[j]));
-    const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
+    m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
+  }
+  // The reference's float step for one block, given the lane sums of ints().
+  static void step(const Unpacked& u, const ABlock& a, int s, int m, Acc& acc) {
     const float dall = a.d * u.d, dmin = a.d * u.dmin;
-    acc.sum += dall * static_cast<float>(hsum_epi32(s)) - dmin * static_cast<float>(hsum_epi32(m));
+    acc.sum += dall * static_cast<float>(s) - dmin * static_cast<float>(m);
+  }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m256i s, m;
+    ints(u, a, s, m);
+    step(u, a, hsum_epi32(s), hsum_epi32(m), acc);
   }
   static float reduce(const Acc& acc) { return acc.sum; }
 };
@@ -128,14 +138,21 @@ struct DotQ6K {
     u.d = half_to_float(b.d);
   }
   static Acc zero() { return {0.0f}; }
-  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
-    __m256i s = _mm256_setzero_si256();
+  // As DotQ4K::ints; m = the -32 offset (32 x the scales against the bsums), subtracted.
+  static void ints(const Unpacked& u, const ABlock& a, __m256i& s, __m256i& m) {
+    s = _mm256_setzero_si256();
     for (int i = 0; i < 8; ++i)
       s = _mm256_add_epi32(
           s, dot_scaled(u.q[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * i)), u.sc[i]));
-    const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16);
-    const int sumi = hsum_epi32(s) - (hsum_epi32(off) << 5);
-    acc.sum += (a.d * u.d) * static_cast<float>(sumi);
+    m = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16), 5);
+  }
+  static void step(const Unpacked& u, const ABlock& a, int s, int m, Acc& acc) {
+    acc.sum += (a.d * u.d) * static_cast<float>(s - m);
+  }
+  static void accumulate(const Unpacked& u, const ABlock& a, Acc& acc) {
+    __m256i s, m;
+    ints(u, a, s, m);
+    step(u, a, hsum_epi32(s), hsum_epi32(m), acc);
   }
   static float reduce(const Acc& acc) { return acc.sum; }
 };

@@ -122,6 +122,14 @@ void row32x2(int64_t nb, const typename Dq::WBlock* w0, const typename Dq::WBloc
   *out1 = acc1;
 }
 
+// The K-quants (Q8_K activations, ints() and step()).
+template <class Dq>
+constexpr bool kKquant = requires(const typename Dq::Unpacked& u, const typename Dq::ABlock& a, __m256i& v,
+                                  typename Dq::Acc& acc) {
+  Dq::ints(u, a, v, v);
+  Dq::step(u, a, 0, 0, acc);
+};
+
 // out[t] = dot(weight row w, activation row act + t * act_stride), t < NT.
 template <class Dq, int NT>
 void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t act_stride, float* out,
@@ -140,7 +148,20 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
   for (int64_t ib = 0; ib < nb; ++ib) {
     if constexpr (NT == 1) prefetch_ahead(w + ib, sizeof(typename Dq::WBlock));  // decode: one row stream
     Dq::unpack(w[ib], u);
-    for (int t = 0; t < NT; ++t) Dq::accumulate(u, a[t][ib], acc[t]);
+    if constexpr (NT % 4 == 0 && kKquant<Dq>) {
+      // Four tokens' two lane sums folded together (exact), then each token's float step
+      // in the one-token order: the same bits as accumulate().
+      for (int t0 = 0; t0 < NT; t0 += 4) {
+        __m256i s[4], m[4];
+        for (int t = 0; t < 4; ++t) Dq::ints(u, a[t0 + t][ib], s[t], m[t]);
+        alignas(16) int32_t si[4], mi[4];
+        _mm_store_si128(reinterpret_cast<__m128i*>(si), fold4(s[0], s[1], s[2], s[3]));
+        _mm_store_si128(reinterpret_cast<__m128i*>(mi), fold4(m[0], m[1], m[2], m[3]));
+        for (int t = 0; t < 4; ++t) Dq::step(u, a[t0 + t][ib], si[t], mi[t], acc[t0 + t]);
+      }
+    } else {
+      for (int t = 0; t < NT; ++t) Dq::accumulate(u, a[t][ib], acc[t]);
+    }
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = Dq::reduce(acc[t]);
 }
