@@ -88,8 +88,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   const HParams& hp = (*model)->hp();
   const int n_ctx = static_cast<int>(std::min<int64_t>(std::max(opts.n_ctx, 1), hp.n_ctx_train));
   const int bs = std::max(opts.kv_block_size, 1);
-  const size_t block_bytes =
-      (*model)->kv_row_bytes(*kv_type) * static_cast<size_t>(hp.n_layer) * static_cast<size_t>(bs);
+  const size_t block_bytes = (*model)->kv_token_bytes(*kv_type) * static_cast<size_t>(bs);
   int64_t n_blocks = opts.kv_bytes > 0 ? opts.kv_bytes / static_cast<int64_t>(block_bytes)
                                        : int64_t{(n_ctx + bs - 1) / bs} * std::max(opts.n_parallel, 1);
   if (n_blocks < 1) return Status::error("KV budget of " + std::to_string(opts.kv_bytes) + " bytes holds no block");

@@ -22,6 +22,7 @@ class KvCache {
   int block_size() const { return pool_->block_size(); }
   int n_blocks() const { return pool_->n_blocks(); }
   int n_free() const { return pool_->n_free(); }
+  size_t block_bytes() const { return pool_->block_bytes(); }
 
   Status reserve(int32_t seq, int32_t n_tokens);
   void release(int32_t seq);

@@ -51,7 +51,11 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<Model> model, con
   BlockPoolOptions bo;
   bo.n_blocks = opts.n_kv_blocks;
   bo.block_size = opts.kv_block_size;
-  bo.bytes_per_token = model->kv_row_bytes(opts.kv_type) * static_cast<size_t>(model->hp().n_layer);
+  bo.bytes_per_token = model->kv_token_bytes(opts.kv_type);
+  for (int il = 0; il < model->hp().n_layer; ++il) {
+    r->kv_layer_before_.push_back(il == 0 ? 0 : r->kv_layer_before_.back() + r->kv_layer_rows_.back());
+    r->kv_layer_rows_.push_back(model->kv_layer_row_bytes(il, opts.kv_type));
+  }
   bo.numa = opts.numa;
   auto kv = KvCache::create(bo);
   if (!kv) return kv.status();
@@ -144,7 +148,9 @@ ForwardCtx Runner::forward_ctx(const Batch& b, const TraceFn* trace, Profile* pr
                     .batch = b,
                     .kv = KvLayout{.type = opts_.kv_type,
                                    .block_size = kv_->block_size(),
-                                   .row_bytes = model_->kv_row_bytes(opts_.kv_type)},
+                                   .row_bytes = model_->kv_row_bytes(opts_.kv_type),
+                                   .layer_rows = kv_layer_rows_.data(),
+                                   .layer_before = kv_layer_before_.data()},
                     .trace = trace,
                     .prof = prof};
 }

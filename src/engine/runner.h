@@ -84,6 +84,7 @@ class Runner {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Arena> arena_;
   std::unique_ptr<KvCache> kv_;
+  std::vector<size_t> kv_layer_rows_, kv_layer_before_;  // KvLayout's per-layer rows
   // Step buffers, sized at creation.
   std::vector<int32_t> tokens_, pos_;
   std::vector<SeqSlice> seqs_;

@@ -90,7 +90,7 @@ void Deepseek2Model::mla(int il, ForwardCtx& ctx, const float* qcat, float* o) c
     const KvView paged{.type = ctx.kv.type,
                        .blocks = sq.kv_blocks,
                        .block_size = ctx.kv.block_size,
-                       .row_stride = ctx.kv.row_bytes,
+                       .row_stride = ctx.kv.row_bytes_of(il),
                        .head_offset = 0,
                        .elem_offset = layer_off};
     mla_call(ctx, qcat, o, t0, n, b.pos + t0, paged, h0, h1);

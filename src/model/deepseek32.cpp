@@ -139,7 +139,7 @@ void Deepseek32Model::index(int il, ForwardCtx& ctx, ActRows& a, const float* qr
                        .n_keys = n_keys,
                        .keys = IndexerKeyLayout{.type = idx_key_type(ctx.kv.type),
                                                 .keys_per_block = ctx.kv.block_size,
-                                                .key_stride = ctx.kv.row_bytes,
+                                                .key_stride = ctx.kv.row_bytes_of(il),
                                                 .offset = ctx.kv.offset(il, 0) + key_off}};
   {
     ProfScope ps(ctx.prof, Stage::kAttention);
@@ -201,7 +201,7 @@ void Deepseek32Model::sparse_mla(int il, ForwardCtx& ctx, const float* qcat, con
     const KvView paged{.type = ctx.kv.type,
                        .blocks = sq.kv_blocks,
                        .block_size = bs,
-                       .row_stride = ctx.kv.row_bytes,
+                       .row_stride = ctx.kv.row_bytes_of(il),
                        .head_offset = 0,
                        .elem_offset = layer_off};
     for (int64_t i = sq.t0 + q0, end = sq.t0 + q0 + n; i < end;) {

@@ -39,11 +39,13 @@ class Deepseek4Model : public Model {
       : Model(std::move(file), std::move(hp), std::move(w)) {}
 
   size_t kv_row_bytes(GgmlType t) const override {
-    // One row size for every block (KvLayout): the largest block's layout.
     size_t m = 0;
-    for (int il = 0; il < hp_.n_layer; ++il) m = std::max(m, dsv4::row_layout(hp_, il, t).end);
+    for (int il = 0; il < hp_.n_layer; ++il) m = std::max(m, kv_layer_row_bytes(il, t));
     return m;
   }
+  // Each block's own row (KvLayout::layer_rows): ratio 0 the raw kv only, ratio 128 also its
+  // compressed row and inputs, ratio 4 also the indexer's.
+  size_t kv_layer_row_bytes(int il, GgmlType t) const override { return dsv4::row_layout(hp_, il, t).end; }
 
   // What a decode step at context n_ctx reads per block: the n_swa raw rows of the window;
   // ratio 128 every complete compressed row; ratio 4 every indexer row (scored) and at most
@@ -277,7 +279,7 @@ void Deepseek4Model::select_rows(int il, ForwardCtx& ctx, const Proj& p, int32_t
       auto run = [&](int64_t j, dsv4::KeyRun* r) {
         const int64_t pos = 4 * j + 3, blk_end = (pos / bs + 1) * bs;
         r->first = row_at(ctx, sq, il, pos) + L.idx_comp;
-        r->stride = 4 * ctx.kv.row_bytes;
+        r->stride = 4 * ctx.kv.row_bytes_of(il);
         return std::min<int64_t>((blk_end - 1 - pos) / 4 + 1, max_run);
       };
       int32_t* s = sel + t * k;

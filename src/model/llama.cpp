@@ -106,7 +106,7 @@ void LlamaModel::attention(int il, ForwardCtx& ctx, const float* x, float* out) 
     const KvView kview{.type = kt,
                        .blocks = sq.kv_blocks,
                        .block_size = ctx.kv.block_size,
-                       .row_stride = ctx.kv.row_bytes,
+                       .row_stride = ctx.kv.row_bytes_of(il),
                        .head_offset = ggml_row_size(kt, hk),
                        .elem_offset = layer_off};
     KvView vview = kview;

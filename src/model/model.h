@@ -29,8 +29,19 @@ class Model {
   Result<size_t> repack(ThreadPool& pool, NumaMode mode) { return repack_weights(*w_, hp_.n_expert, pool, mode); }
   const GgufFile& file() const { return *file_; }
 
-  // Bytes of one token's KV row for one layer in cache type t [KV_LAYOUT].
+  // Bytes of one token's KV row for one layer in cache type t [KV_LAYOUT]: the largest
+  // layer's; kv_layer_row_bytes(il, t) is layer il's (all equal unless a model overrides it).
   virtual size_t kv_row_bytes(GgmlType t) const = 0;
+  virtual size_t kv_layer_row_bytes(int il, GgmlType t) const {
+    (void)il;
+    return kv_row_bytes(t);
+  }
+  // One token's KV bytes over all layers: what a cache block holds per row.
+  size_t kv_token_bytes(GgmlType t) const {
+    size_t n = 0;
+    for (int il = 0; il < hp_.n_layer; ++il) n += kv_layer_row_bytes(il, t);
+    return n;
+  }
   // KV cache bytes one decode step of one sequence reads at context length n_ctx (the
   // bandwidth roofline of ds-cli bench): every row of every layer, unless the attention is
   // sparse (deepseek32 overrides it).

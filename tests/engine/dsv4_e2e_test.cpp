@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -139,6 +140,37 @@ TEST(Dsv4Batch, TwoSequencesInOneStepMatchAlone) {
 // ratio-4 block and inside the first ratio-128 block, whose compressed rows the second
 // sequence completes from the compressor inputs stored in the shared blocks; its logits
 // must equal the first sequence's bit for bit.
+// The cache holds each block's own row (SPEC 3.8 parts, 16-byte aligned): ratio 0 the raw
+// kv; ratio 128 also the compressed row and its compressor inputs (v, s: D floats each);
+// ratio 4 the inputs of two overlapping windows (4D floats) and the indexer's row and inputs
+// (D_I + 4 D_I floats). A block of the pool is block_size tokens of the sum.
+TEST(Dsv4Cache, EachBlockHoldsItsOwnRowSize) {
+  auto m = Model::load(ref_path(kModel, ".gguf"));
+  ASSERT_TRUE(m.is_ok()) << m.message();
+  const HParams& hp = (*m)->hp();
+  auto a16 = [](size_t n) { return (n + 15) / 16 * 16; };
+  const size_t D = static_cast<size_t>(hp.n_embd_head_k), DI = static_cast<size_t>(hp.n_idx_dim);
+  size_t want = 0, widest = 0;
+  std::set<int> ratios;
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const int ratio = hp.compress_ratio[static_cast<size_t>(il)];
+    ratios.insert(ratio);
+    size_t row = a16(2 * D);  // raw, f16
+    if (ratio == 128) row += a16(2 * D) + 2 * D * 4;
+    if (ratio == 4) row += a16(2 * D) + 4 * D * 4 + DI * 4 + 4 * DI * 4;
+    row = a16(row);
+    EXPECT_EQ((*m)->kv_layer_row_bytes(il, GgmlType::F16), row) << "block " << il << " ratio " << ratio;
+    want += row;
+    widest = std::max(widest, row);
+  }
+  EXPECT_EQ(ratios, (std::set<int>{0, 4, 128}));  // the file exercises every row kind
+  EXPECT_EQ((*m)->kv_token_bytes(GgmlType::F16), want);
+  EXPECT_LT(want, widest * static_cast<size_t>(hp.n_layer));
+  auto r = runner(available_kernels()[0], GgmlType::F16, 1, 64);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->kv().block_bytes(), want * 16);
+}
+
 TEST(Dsv4PrefixSharing, AdoptedBlocksRestoreCompressedState) {
   const KernelTable* kt = &kern();
   const auto js = nlohmann::json::parse(read_file_text(ref_path(kModel, ".x3.json")));
