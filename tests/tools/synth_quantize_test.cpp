@@ -169,13 +169,19 @@ TEST_F(ToolsTest, SynthTinyDsv3) {
   EXPECT_EQ(type_of(*f, "blk.1.attn_output.weight"), GgmlType::Q4_K);  // 16 experts: no bump
 }
 
+// The deepseek4 shapes at a width that synthesizes in a moment: n_layer blocks, n_head heads.
+std::string v4_small(int n_layer, int n_head) {
+  return "--layers " + std::to_string(n_layer) +
+         " --set embedding_length=256 --set attention.head_count=" + std::to_string(n_head) +
+         " --set attention.q_lora_rank=256 --set attention.output_lora_rank=128 --set attention.key_length=128 "
+         "--set attention.value_length=128 --set expert_count=16 --set expert_feed_forward_length=256 "
+         "--set attention.indexer.head_count=8";
+}
+
 // v4 (V4-Pro) at reduced width: its own lead ratio (blocks 0-1 at 128), x2.5 routing scale,
 // 16 output groups and top-1024 indexer kept, and the file passes the deepseek4 loader.
 TEST_F(ToolsTest, SynthV4ShapeHasProDimensions) {
-  auto f = synth("v4", "Q8_0",
-                 "--layers 5 --set embedding_length=256 --set attention.head_count=16 --set attention.q_lora_rank=256 "
-                 "--set attention.output_lora_rank=128 --set attention.key_length=128 --set attention.value_length=128 "
-                 "--set expert_count=16 --set expert_feed_forward_length=256 --set attention.indexer.head_count=8");
+  auto f = synth("v4", "Q8_0", v4_small(5, 16));
   ASSERT_TRUE(f);
   const GgufValue* ratios = f->find("deepseek4.attention.compress_ratios");
   ASSERT_NE(ratios, nullptr);
@@ -197,10 +203,7 @@ TEST_F(ToolsTest, SynthV4ShapeHasProDimensions) {
 // v4-flash at reduced width: the per-block arrays follow --layers, the hash blocks get an
 // I32 table of valid expert ids, and the file passes the deepseek4 loader.
 TEST_F(ToolsTest, SynthV4FlashFollowsLayers) {
-  auto f = synth("v4-flash", "Q8_0",
-                 "--layers 5 --set embedding_length=256 --set attention.head_count=8 --set attention.q_lora_rank=256 "
-                 "--set attention.output_lora_rank=128 --set attention.key_length=128 --set attention.value_length=128 "
-                 "--set expert_count=16 --set expert_feed_forward_length=256 --set attention.indexer.head_count=8");
+  auto f = synth("v4-flash", "Q8_0", v4_small(5, 8));
   ASSERT_TRUE(f);
   const GgufValue* ratios = f->find("deepseek4.attention.compress_ratios");
   ASSERT_NE(ratios, nullptr);
@@ -222,11 +225,7 @@ TEST_F(ToolsTest, SynthV4FlashFollowsLayers) {
   EXPECT_EQ((*m)->hp().n_hash_layer, 3);
 
   // An F32 file quantizes to MXFP4_MOE (experts MXFP4, the I32 hash tables copied) and loads.
-  auto f32 = synth("v4-flash", "F32",
-                   "--layers 4 --set embedding_length=256 --set attention.head_count=8 --set attention.q_lora_rank=256 "
-                   "--set attention.output_lora_rank=128 --set attention.key_length=128 "
-                   "--set attention.value_length=128 --set expert_count=16 --set expert_feed_forward_length=256 "
-                   "--set attention.indexer.head_count=8");
+  auto f32 = synth("v4-flash", "F32", v4_small(4, 8));
   ASSERT_TRUE(f32);
   const std::string q = path("v4q.gguf");
   ASSERT_EQ(run(cli() + " quantize " + f32->path() + " " + q + " MXFP4_MOE"), 0);
