@@ -117,24 +117,32 @@ struct DotQ6K {
   using Acc = AccK;
 
   static void unpack(const WBlock& b, Unpacked& u) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), hi2 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
       const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-      auto hbits = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), m2), 4); };
-      u.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hbits(0));
-      u.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hbits(2));
-      u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hbits(4));
-      u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hbits(6));
+      // qh bits 2k..2k+1 of each byte moved to bits 4-5 (16-bit shifts; what crosses into
+      // the neighbouring byte lands outside 0x30)
+      u.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), hi2));
+      u.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), hi2));
+      u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, hi2));
+      u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(qh, 2), hi2));
     }
     u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    // Register i: scale 2i in the low 128 bits, 2i + 1 in the high: dword i (= int16 lanes
-    // 2i, 2i + 1) everywhere, then bytes 0-1 (low half) or 2-3 (high half) repeated.
-    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
-                                          2, 3, 2, 3, 2, 3);
-    for (int i = 0; i < 8; ++i)
-      u.sc[i] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(u.sc16, _mm256_set1_epi32(i)), pick);
+    // Register i: scale 2i in the low 128 bits, 2i + 1 in the high. Scales 0-7 (or 8-15)
+    // copied to both halves, then one byte shuffle per register picks word 2i in the low
+    // half and word 2i + 1 in the high half.
+    const __m256i halves[2] = {_mm256_permute2x128_si256(u.sc16, u.sc16, 0x00),
+                               _mm256_permute2x128_si256(u.sc16, u.sc16, 0x11)};
+    for (int i = 0; i < 8; ++i) {
+      const char lo = static_cast<char>(4 * (i % 4)), hi = static_cast<char>(4 * (i % 4) + 2);
+      const __m256i pick = _mm256_setr_epi8(lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo,
+                                            lo + 1, lo, lo + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi,
+                                            hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1);
+      u.sc[i] = _mm256_shuffle_epi8(halves[i / 4], pick);
+    }
     u.d = half_to_float(b.d);
   }
   static Acc zero() { return {0.0f}; }
