@@ -42,84 +42,54 @@ constexpr bool kAny32 = std::is_base_of_v<Dot32Base, Dq> || kIq32<Dq>;
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// One row of a 32-block type against one activation row (decode), four blocks per step.
-// The one-block tile pays a horizontal sum (7 instructions) per 32 elements, more than the
-// product: here the four blocks' int32 lanes are folded by three hadds and one 128-bit add
+// R adjacent rows of a 32-block type against one activation row (decode), four blocks per
+// step. The one-block tile pays a horizontal sum (7 instructions) per 32 elements, more than
+// the product: here four blocks' int32 lanes are folded by three hadds and one 128-bit add
 // (exact integer sums), and the float steps then run block by block in the tile's order, so
-// the result has the tile's bits.
-template <class Dq>
-float row32(int64_t nb, const typename Dq::WBlock* w, const BlockQ8_0* a) {
-  float acc = 0.0f;
-  const __m256i ones = _mm256_set1_epi16(1);
-  auto block_sum = [&](int64_t ib) {
-    const __m256i wq = Dq::weights(w[ib]);
-    const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[ib].qs)), wq);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), s), ones);
-  };
-  auto step = [&](float sumf, int64_t ib) {
-    const float dd = Dq::scale(w[ib]) * half_to_float(a[ib].d);
-    acc = kIq32<Dq> ? std::fma(sumf, dd, acc) : acc + sumf * dd;
-  };
-  int64_t ib = 0;
-  for (; ib + 4 <= nb; ib += 4) {
-    prefetch_ahead(w + ib, 4 * sizeof(typename Dq::WBlock));
-    const __m128 sums = _mm_cvtepi32_ps(fold4(block_sum(ib), block_sum(ib + 1), block_sum(ib + 2), block_sum(ib + 3)));
-    alignas(16) float f[4];
-    _mm_store_ps(f, sums);
-    for (int k = 0; k < 4; ++k) step(f[k], ib + k);
-  }
-  for (; ib < nb; ++ib) step(static_cast<float>(hsum_epi32(block_sum(ib))), ib);
-  return acc;
-}
-
-// Two rows of a 4- or 5-bit 32-block type against one activation row (decode): row32's
-// steps for both, interleaved. Each row's float accumulation is a dependent chain of one
-// add or fma per 32 elements, which bounds a single row at its latency; two rows' chains
-// overlap, and the activation block's load and scale serve both. Each output has row32's
-// bits. The rows are adjacent, so prefetching ahead of the second covers the first. One
-// thread, 64 x 1536 from L2, ns per block: Q4_0 2.66 -> 2.21, IQ4_NL 2.60 -> 2.27, MXFP4
-// 2.62 -> 2.37; GEMV_COLD 2 threads GOPS: Q4_0 37.8-39.0 -> 45.6-47.4, MXFP4 42.6-42.9 ->
-// 43.6-44.1. Q8_0, which reads its bytes at memory speed, stays on row32: the two
-// interleaved streams read it slower cold (1 thread 30 -> 16-25 GOPS).
-template <class Dq>
-void row32x2(int64_t nb, const typename Dq::WBlock* w0, const typename Dq::WBlock* w1, const BlockQ8_0* a, float* out0,
-             float* out1) {
-  float acc0 = 0.0f, acc1 = 0.0f;
+// each output has the tile's bits. With R = 2 (the 4- and 5-bit types) two rows' float
+// chains, each one dependent add or fma per 32 elements that bounds a single row at its
+// latency, overlap, and the activation block's load and scale serve both; the rows are
+// adjacent, so prefetching ahead of the last covers the others. One thread, 64 x 1536 from
+// L2, ns per block, R = 1 / 2: Q4_0 2.66 / 2.21, IQ4_NL 2.60 / 2.27, MXFP4 2.62 / 2.37;
+// GEMV_COLD 2 threads GOPS: Q4_0 37.8-39.0 / 45.6-47.4, MXFP4 42.6-42.9 / 43.6-44.1. Q8_0,
+// which reads its bytes at memory speed, stays at R = 1: two interleaved rows read it slower
+// cold (1 thread 30 -> 16-25 GOPS).
+template <class Dq, int R>
+void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, float* const* out) {
+  float acc[R] = {};
   const __m256i ones = _mm256_set1_epi16(1);
   auto block_sum = [&](const typename Dq::WBlock& b, __m256i x) {
     const __m256i wq = Dq::weights(b);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(x, wq)), ones);
   };
-  auto step = [](float& acc, float sumf, float dw, float da) {
+  auto step = [](float& acc_r, float sumf, float dw, float da) {
     const float dd = dw * da;
-    acc = kIq32<Dq> ? std::fma(sumf, dd, acc) : acc + sumf * dd;
+    acc_r = kIq32<Dq> ? std::fma(sumf, dd, acc_r) : acc_r + sumf * dd;
   };
+  auto load_a = [&](int64_t ib) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[ib].qs)); };
   int64_t ib = 0;
   for (; ib + 4 <= nb; ib += 4) {
-    prefetch_ahead(w1 + ib, 4 * sizeof(typename Dq::WBlock));
-    __m256i s0[4], s1[4];
+    prefetch_ahead(w[R - 1] + ib, 4 * sizeof(typename Dq::WBlock));
+    __m256i sums[R][4];
     for (int k = 0; k < 4; ++k) {
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[ib + k].qs));
-      s0[k] = block_sum(w0[ib + k], x);
-      s1[k] = block_sum(w1[ib + k], x);
+      const __m256i x = load_a(ib + k);
+      for (int r = 0; r < R; ++r) sums[r][k] = block_sum(w[r][ib + k], x);
     }
-    alignas(16) float f0[4], f1[4];
-    _mm_store_ps(f0, _mm_cvtepi32_ps(fold4(s0[0], s0[1], s0[2], s0[3])));
-    _mm_store_ps(f1, _mm_cvtepi32_ps(fold4(s1[0], s1[1], s1[2], s1[3])));
+    alignas(16) float f[R][4];
+    for (int r = 0; r < R; ++r)
+      _mm_store_ps(f[r], _mm_cvtepi32_ps(fold4(sums[r][0], sums[r][1], sums[r][2], sums[r][3])));
     for (int k = 0; k < 4; ++k) {
       const float da = half_to_float(a[ib + k].d);
-      step(acc0, f0[k], Dq::scale(w0[ib + k]), da);
-      step(acc1, f1[k], Dq::scale(w1[ib + k]), da);
+      for (int r = 0; r < R; ++r) step(acc[r], f[r][k], Dq::scale(w[r][ib + k]), da);
     }
   }
   for (; ib < nb; ++ib) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[ib].qs));
+    const __m256i x = load_a(ib);
     const float da = half_to_float(a[ib].d);
-    step(acc0, static_cast<float>(hsum_epi32(block_sum(w0[ib], x))), Dq::scale(w0[ib]), da);
-    step(acc1, static_cast<float>(hsum_epi32(block_sum(w1[ib], x))), Dq::scale(w1[ib]), da);
+    for (int r = 0; r < R; ++r)
+      step(acc[r], static_cast<float>(hsum_epi32(block_sum(w[r][ib], x))), Dq::scale(w[r][ib]), da);
   }
-  *out0 = acc0;
-  *out1 = acc1;
+  for (int r = 0; r < R; ++r) *out[r] = acc[r];
 }
 
 // The K-quants (Q8_K activations, ints() and step()).
@@ -135,7 +105,9 @@ template <class Dq, int NT>
 void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t act_stride, float* out,
           int64_t out_stride) {
   if constexpr (NT == 1 && kAny32<Dq>) {
-    out[0] = row32<Dq>(nb, w, reinterpret_cast<const BlockQ8_0*>(act));
+    const typename Dq::WBlock* rows[1] = {w};
+    float* outs[1] = {out};
+    row32<Dq, 1>(nb, rows, reinterpret_cast<const BlockQ8_0*>(act), outs);
     return;
   }
   typename Dq::Acc acc[NT];
@@ -344,15 +316,16 @@ struct Quant {
       }
     }
     if constexpr (kAny32<Dq> && !std::is_same_v<Dq, DotQ8_0>) {
-      if (nt == 1) {  // decode: rows in pairs (row32x2)
+      if (nt == 1) {  // decode: rows in pairs (row32)
         const auto* act =
             reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride);
         const int64_t nb = m.n_in / Dq::kBlock;
         for (; r + 2 <= r1; r += 2) {
           const auto* w = static_cast<const uint8_t*>(m.w) + r * m.w_row_stride;
-          row32x2<Dq>(nb, reinterpret_cast<const typename Dq::WBlock*>(w),
-                      reinterpret_cast<const typename Dq::WBlock*>(w + m.w_row_stride), act,
-                      m.out + t0 * m.out_stride + r, m.out + t0 * m.out_stride + r + 1);
+          const typename Dq::WBlock* rows[2] = {reinterpret_cast<const typename Dq::WBlock*>(w),
+                                                reinterpret_cast<const typename Dq::WBlock*>(w + m.w_row_stride)};
+          float* outs[2] = {m.out + t0 * m.out_stride + r, m.out + t0 * m.out_stride + r + 1};
+          row32<Dq, 2>(nb, rows, act, outs);
         }
       }
     }

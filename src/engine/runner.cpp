@@ -51,11 +51,13 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<Model> model, con
   BlockPoolOptions bo;
   bo.n_blocks = opts.n_kv_blocks;
   bo.block_size = opts.kv_block_size;
-  bo.bytes_per_token = model->kv_token_bytes(opts.kv_type);
+  size_t token_bytes = 0;  // the layers' rows one after the other (KvLayout)
   for (int il = 0; il < model->hp().n_layer; ++il) {
-    r->kv_layer_before_.push_back(il == 0 ? 0 : r->kv_layer_before_.back() + r->kv_layer_rows_.back());
+    r->kv_layer_before_.push_back(token_bytes);
     r->kv_layer_rows_.push_back(model->kv_layer_row_bytes(il, opts.kv_type));
+    token_bytes += r->kv_layer_rows_.back();
   }
+  bo.bytes_per_token = token_bytes;
   bo.numa = opts.numa;
   auto kv = KvCache::create(bo);
   if (!kv) return kv.status();
@@ -148,7 +150,6 @@ ForwardCtx Runner::forward_ctx(const Batch& b, const TraceFn* trace, Profile* pr
                     .batch = b,
                     .kv = KvLayout{.type = opts_.kv_type,
                                    .block_size = kv_->block_size(),
-                                   .row_bytes = model_->kv_row_bytes(opts_.kv_type),
                                    .layer_rows = kv_layer_rows_.data(),
                                    .layer_before = kv_layer_before_.data()},
                     .trace = trace,

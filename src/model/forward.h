@@ -49,17 +49,15 @@ struct Batch {
 struct KvLayout {
   GgmlType type = GgmlType::F32;
   int block_size = 16;
-  size_t row_bytes = 0;  // one token, one layer (every layer, unless layer_rows is set)
-  // Layers of different row sizes (deepseek4): layer_rows[il] is layer il's row, layer_before[il]
-  // the rows of the layers before it (bytes per token). A block holds layer 0's block_size
-  // rows, then layer 1's, ...
+  // layer_rows[il]: one token's row of layer il (Model::kv_layer_row_bytes; they differ per
+  // layer in deepseek4); layer_before[il]: the rows of the layers before it, bytes per token.
+  // A block holds layer 0's block_size rows, then layer 1's, ...
   const size_t* layer_rows = nullptr;
   const size_t* layer_before = nullptr;
-  size_t row_bytes_of(int il) const { return layer_rows ? layer_rows[il] : row_bytes; }
+  size_t row_bytes_of(int il) const { return layer_rows[il]; }
   // Byte offset of (layer il, row r of a block) from the block base [KV_LAYOUT].
   size_t offset(int il, int r) const {
-    const size_t before = layer_before ? layer_before[il] : static_cast<size_t>(il) * row_bytes;
-    return before * static_cast<size_t>(block_size) + static_cast<size_t>(r) * row_bytes_of(il);
+    return layer_before[il] * static_cast<size_t>(block_size) + static_cast<size_t>(r) * layer_rows[il];
   }
 };
 
