@@ -46,9 +46,18 @@ struct DotQ4K {
 
   static void unpack_scales(const uint8_t* scales, half_t d, half_t dmin, Unpacked& u) {
     const __m128i sm = k4_scale_min_bytes(scales);  // [sc0..sc7, m0..m7] bytes
+    // int16 pairs (sc_j, sc_j) in both 128-bit halves, j = 0..3 and 4..7; lane j % 4 of
+    // each then broadcast by an immediate shuffle (no shuffle-control loads)
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-    for (int j = 0; j < 8; ++j)  // int16 lane j broadcast: byte pair (2j, 2j + 1) everywhere
-      u.sc[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8))));
+    const __m256i lo = _mm256_unpacklo_epi16(sc, sc), hi = _mm256_unpackhi_epi16(sc, sc);
+    u.sc[0] = _mm256_shuffle_epi32(lo, 0x00);
+    u.sc[1] = _mm256_shuffle_epi32(lo, 0x55);
+    u.sc[2] = _mm256_shuffle_epi32(lo, 0xAA);
+    u.sc[3] = _mm256_shuffle_epi32(lo, 0xFF);
+    u.sc[4] = _mm256_shuffle_epi32(hi, 0x00);
+    u.sc[5] = _mm256_shuffle_epi32(hi, 0x55);
+    u.sc[6] = _mm256_shuffle_epi32(hi, 0xAA);
+    u.sc[7] = _mm256_shuffle_epi32(hi, 0xFF);
     const __m256i m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
     u.mins = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));  // int16 pairs (m_j, m_j)
     u.d = half_to_float(d);
@@ -86,11 +95,33 @@ struct DotQ4K {
     ints(u, a, s, m);
     step(u, a, hsum_epi32(s), hsum_epi32(m), acc);
   }
+  // accumulate() for one activation row (decode), in lane 0 of acc: s and m reduced
+  // together and scaled without leaving the vector registers, with step()'s float
+  // operations on the same values (same bits). dw = [d, dmin] of the weight block.
+  static void accumulate1(const Unpacked& u, __m128 dw, const ABlock& a, __m128& acc) {
+    __m256i s, m;
+    ints(u, a, s, m);
+    const __m256i h = _mm256_hadd_epi32(s, m);
+    __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    q = _mm_hadd_epi32(q, q);                                                           // [s, m, s, m]
+    const __m128 p = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(a.d), dw), _mm_cvtepi32_ps(q));  // [dall s, dmin m]
+    acc = _mm_add_ss(acc, _mm_sub_ss(p, _mm_movehdup_ps(p)));
+  }
+  static __m128 weight_scales(const WBlock& b) {
+    uint32_t v;
+    std::memcpy(&v, &b.d, sizeof(v));  // d, dmin
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(v)));
+  }
   static float reduce(const Acc& acc) { return acc.sum; }
 };
 
 struct DotQ5K : DotQ4K {
   using WBlock = BlockQ5_K;
+  static __m128 weight_scales(const WBlock& b) {
+    uint32_t v;
+    std::memcpy(&v, &b.d, sizeof(v));  // d, dmin
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(v)));
+  }
   static void unpack(const WBlock& b, Unpacked& u) {
     unpack_nibbles(b.qs, u);
     // 5th bit of sub-block j's element l is bit j of qh[l].
@@ -130,19 +161,22 @@ struct DotQ6K {
       u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), hi2));
     }
-    u.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    // Register i: scale 2i in the low 128 bits, 2i + 1 in the high. Scales 0-7 (or 8-15)
-    // copied to both halves, then one byte shuffle per register picks word 2i in the low
-    // half and word 2i + 1 in the high half.
-    const __m256i halves[2] = {_mm256_permute2x128_si256(u.sc16, u.sc16, 0x00),
-                               _mm256_permute2x128_si256(u.sc16, u.sc16, 0x11)};
-    for (int i = 0; i < 8; ++i) {
-      const char lo = static_cast<char>(4 * (i % 4)), hi = static_cast<char>(4 * (i % 4) + 2);
-      const __m256i pick = _mm256_setr_epi8(lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo,
-                                            lo + 1, lo, lo + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi,
-                                            hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1);
-      u.sc[i] = _mm256_shuffle_epi8(halves[i / 4], pick);
-    }
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    u.sc16 = _mm256_cvtepi8_epi16(raw);
+    // Register i: scale 2i in the low 128 bits, 2i + 1 in the high. The even scales widened
+    // into the low half and the odd ones into the high half, as int16 pairs (sc, sc); lane
+    // i % 4 of each half then broadcast by an immediate shuffle.
+    const __m256i eo = _mm256_cvtepi8_epi16(
+        _mm_shuffle_epi8(raw, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+    const __m256i lo = _mm256_unpacklo_epi16(eo, eo), hi = _mm256_unpackhi_epi16(eo, eo);
+    u.sc[0] = _mm256_shuffle_epi32(lo, 0x00);
+    u.sc[1] = _mm256_shuffle_epi32(lo, 0x55);
+    u.sc[2] = _mm256_shuffle_epi32(lo, 0xAA);
+    u.sc[3] = _mm256_shuffle_epi32(lo, 0xFF);
+    u.sc[4] = _mm256_shuffle_epi32(hi, 0x00);
+    u.sc[5] = _mm256_shuffle_epi32(hi, 0x55);
+    u.sc[6] = _mm256_shuffle_epi32(hi, 0xAA);
+    u.sc[7] = _mm256_shuffle_epi32(hi, 0xFF);
     u.d = half_to_float(b.d);
   }
   static Acc zero() { return {0.0f}; }
@@ -161,6 +195,21 @@ struct DotQ6K {
     __m256i s, m;
     ints(u, a, s, m);
     step(u, a, hsum_epi32(s), hsum_epi32(m), acc);
+  }
+  // As DotQ4K::accumulate1: step() on s - m reduced in the vector registers. dw = [d].
+  static void accumulate1(const Unpacked& u, __m128 dw, const ABlock& a, __m128& acc) {
+    __m256i s, m;
+    ints(u, a, s, m);
+    const __m256i h = _mm256_hadd_epi32(s, m);
+    __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    q = _mm_hadd_epi32(q, q);                          // [s, m, s, m]
+    q = _mm_sub_epi32(q, _mm_shuffle_epi32(q, 0xB1));  // s - m
+    acc = _mm_add_ss(acc, _mm_mul_ss(_mm_mul_ss(_mm_set_ss(a.d), dw), _mm_cvtepi32_ps(q)));
+  }
+  static __m128 weight_scales(const WBlock& b) {
+    uint16_t v;
+    std::memcpy(&v, &b.d, sizeof(v));
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
   }
   static float reduce(const Acc& acc) { return acc.sum; }
 };

@@ -110,6 +110,18 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
     row32<Dq, 1>(nb, rows, reinterpret_cast<const BlockQ8_0*>(act), outs);
     return;
   }
+  if constexpr (NT == 1 && requires { Dq::weight_scales(*w); }) {
+    const auto* a = reinterpret_cast<const typename Dq::ABlock*>(act);
+    typename Dq::Unpacked u;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      prefetch_ahead(w + ib, sizeof(typename Dq::WBlock));
+      Dq::unpack(w[ib], u);
+      Dq::accumulate1(u, Dq::weight_scales(w[ib]), a[ib], acc);
+    }
+    *out = _mm_cvtss_f32(acc);
+    return;
+  }
   typename Dq::Acc acc[NT];
   const typename Dq::ABlock* a[NT];
   for (int t = 0; t < NT; ++t) {
