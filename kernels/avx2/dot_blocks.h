@@ -83,7 +83,10 @@ struct DotQ4K {
     for (int j = 0; j < 8; ++j)
       s = _mm256_add_epi32(
           s, dot_scaled(u.q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j)), u.sc[j]));
-    m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
+    m = min_term(u, a);
+  }
+  static __m256i min_term(const Unpacked& u, const ABlock& a) {
+    return _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.mins);
   }
   // The reference's float step for one block, given the lane sums of ints().
   static void step(const Unpacked& u, const ABlock& a, int s, int m, Acc& acc) {
@@ -186,7 +189,11 @@ struct DotQ6K {
     for (int i = 0; i < 8; ++i)
       s = _mm256_add_epi32(
           s, dot_scaled(u.q[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * i)), u.sc[i]));
-    m = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16), 5);
+    m = min_term(u, a);
+  }
+  static __m256i min_term(const Unpacked& u, const ABlock& a) {
+    return _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.sc16),
+                             5);
   }
   static void step(const Unpacked& u, const ABlock& a, int s, int m, Acc& acc) {
     acc.sum += (a.d * u.d) * static_cast<float>(s - m);

@@ -133,16 +133,34 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
     if constexpr (NT == 1) prefetch_ahead(w + ib, sizeof(typename Dq::WBlock));  // decode: one row stream
     Dq::unpack(w[ib], u);
     if constexpr (NT % 4 == 0 && kKquant<Dq>) {
+      // ints() of the NT tokens with the sub-block loop outside: each unpacked register is
+      // read once for all of them (the unpacked block does not fit in the registers, so a
+      // token-outer loop reloaded it per token). Per token the same products in the same order.
+      __m256i s[NT], m[NT];
+      for (int t = 0; t < NT; ++t) s[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i q = u.q[j], sc = u.sc[j];
+        for (int t = 0; t < NT; ++t) {
+          s[t] = _mm256_add_epi32(
+              s[t], dot_scaled(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][ib].qs + 32 * j)), sc));
+          asm("" : "+x"(s[t]));  // keeps the running sums (unreassociated, the products unspilled)
+        }
+      }
+      for (int t = 0; t < NT; ++t) m[t] = Dq::min_term(u, a[t][ib]);
       // Four tokens' two lane sums folded together (exact), then each token's float step
       // in the one-token order: the same bits as accumulate().
       for (int t0 = 0; t0 < NT; t0 += 4) {
-        __m256i s[4], m[4];
-        for (int t = 0; t < 4; ++t) Dq::ints(u, a[t0 + t][ib], s[t], m[t]);
         alignas(16) int32_t si[4], mi[4];
-        _mm_store_si128(reinterpret_cast<__m128i*>(si), fold4(s[0], s[1], s[2], s[3]));
-        _mm_store_si128(reinterpret_cast<__m128i*>(mi), fold4(m[0], m[1], m[2], m[3]));
+        _mm_store_si128(reinterpret_cast<__m128i*>(si), fold4(s[t0], s[t0 + 1], s[t0 + 2], s[t0 + 3]));
+        _mm_store_si128(reinterpret_cast<__m128i*>(mi), fold4(m[t0], m[t0 + 1], m[t0 + 2], m[t0 + 3]));
         for (int t = 0; t < 4; ++t) Dq::step(u, a[t0 + t][ib], si[t], mi[t], acc[t0 + t]);
       }
+    } else if constexpr (NT > 1 && requires(const typename Dq::ABlock* const* ab) {
+                           Dq::template accumulate_n<NT>(u, ab, acc);
+                         }) {
+      const typename Dq::ABlock* ab[NT];
+      for (int t = 0; t < NT; ++t) ab[t] = a[t] + ib;
+      Dq::template accumulate_n<NT>(u, ab, acc);
     } else {
       for (int t = 0; t < NT; ++t) Dq::accumulate(u, a[t][ib], acc[t]);
     }
