@@ -50,14 +50,7 @@ struct DotQ4K {
     // each then broadcast by an immediate shuffle (no shuffle-control loads)
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     const __m256i lo = _mm256_unpacklo_epi16(sc, sc), hi = _mm256_unpackhi_epi16(sc, sc);
-    u.sc[0] = _mm256_shuffle_epi32(lo, 0x00);
-    u.sc[1] = _mm256_shuffle_epi32(lo, 0x55);
-    u.sc[2] = _mm256_shuffle_epi32(lo, 0xAA);
-    u.sc[3] = _mm256_shuffle_epi32(lo, 0xFF);
-    u.sc[4] = _mm256_shuffle_epi32(hi, 0x00);
-    u.sc[5] = _mm256_shuffle_epi32(hi, 0x55);
-    u.sc[6] = _mm256_shuffle_epi32(hi, 0xAA);
-    u.sc[7] = _mm256_shuffle_epi32(hi, 0xFF);
+    splat_pairs8(lo, hi, u.sc);
     const __m256i m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
     u.mins = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));  // int16 pairs (m_j, m_j)
     u.d = half_to_float(d);
@@ -110,7 +103,9 @@ struct DotQ4K {
     const __m128 p = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(a.d), dw), _mm_cvtepi32_ps(q));  // [dall s, dmin m]
     acc = _mm_add_ss(acc, _mm_sub_ss(p, _mm_movehdup_ps(p)));
   }
-  static __m128 weight_scales(const WBlock& b) {
+  // [d, dmin] of a Q4_K or Q5_K block (the same two leading fields).
+  template <class B>
+  static __m128 weight_scales(const B& b) {
     uint32_t v;
     std::memcpy(&v, &b.d, sizeof(v));  // d, dmin
     return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(v)));
@@ -120,11 +115,6 @@ struct DotQ4K {
 
 struct DotQ5K : DotQ4K {
   using WBlock = BlockQ5_K;
-  static __m128 weight_scales(const WBlock& b) {
-    uint32_t v;
-    std::memcpy(&v, &b.d, sizeof(v));  // d, dmin
-    return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(v)));
-  }
   static void unpack(const WBlock& b, Unpacked& u) {
     unpack_nibbles(b.qs, u);
     // 5th bit of sub-block j's element l is bit j of qh[l].
@@ -172,14 +162,7 @@ struct DotQ6K {
     const __m256i eo = _mm256_cvtepi8_epi16(
         _mm_shuffle_epi8(raw, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
     const __m256i lo = _mm256_unpacklo_epi16(eo, eo), hi = _mm256_unpackhi_epi16(eo, eo);
-    u.sc[0] = _mm256_shuffle_epi32(lo, 0x00);
-    u.sc[1] = _mm256_shuffle_epi32(lo, 0x55);
-    u.sc[2] = _mm256_shuffle_epi32(lo, 0xAA);
-    u.sc[3] = _mm256_shuffle_epi32(lo, 0xFF);
-    u.sc[4] = _mm256_shuffle_epi32(hi, 0x00);
-    u.sc[5] = _mm256_shuffle_epi32(hi, 0x55);
-    u.sc[6] = _mm256_shuffle_epi32(hi, 0xAA);
-    u.sc[7] = _mm256_shuffle_epi32(hi, 0xFF);
+    splat_pairs8(lo, hi, u.sc);
     u.d = half_to_float(b.d);
   }
   static Acc zero() { return {0.0f}; }
