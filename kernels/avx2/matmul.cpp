@@ -194,13 +194,35 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
   for (int t = 0; t < NT; ++t) out[t * out_stride] = Dq::reduce(acc[t]);
 }
 
-// Eight weight rows x NT activation rows of a 32-block type (Q4_0, Q5_0, Q8_0), one lane
-// per weight row. The one-row tile above pays a horizontal sum, two fp16 conversions and a
-// scalar float step for every (row, token, block): more than the product itself. Here the
-// eight rows' int32 partial sums of a block are folded together by two levels of hadd and
-// one 128-bit add (integer sums, exact in any order), then the float step runs for all 8
-// rows at once with the same operations in the same order per lane: acc + float(sumi) *
-// (d_w * d_a), from 0 ([QUANT_EXACT]); so every output has the bits of the one-row tile.
+// The scales of eight weight rows' block ib as float lanes 0..7, in the vector unit as
+// scales4 (fp16 d fields, or MXFP4's E8M0 exponents by iq::mxfp4_scale's bit rule).
+template <class WB>
+[[gnu::always_inline]] inline __m256 scales_rows8(const WB* const* w, int64_t ib) {
+  if constexpr (std::is_same_v<WB, BlockMxfp4>) {
+    uint64_t e = 0;
+    for (int r = 0; r < 8; ++r) e |= static_cast<uint64_t>(w[r][ib].e) << (8 * r);
+    const __m256i ev = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(e)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(ev, _mm256_set1_epi32(1)), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), ev);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(small, normal, _mm256_cmpgt_epi32(ev, _mm256_set1_epi32(1))));
+  } else {
+    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[0][ib].d), static_cast<short>(w[1][ib].d),
+                                          static_cast<short>(w[2][ib].d), static_cast<short>(w[3][ib].d),
+                                          static_cast<short>(w[4][ib].d), static_cast<short>(w[5][ib].d),
+                                          static_cast<short>(w[6][ib].d), static_cast<short>(w[7][ib].d)));
+  }
+}
+
+// Eight weight rows x NT activation rows of a 32-block type (Q4_0, Q5_0, Q8_0, IQ4_NL,
+// MXFP4), one lane per weight row. The one-row tile above pays a horizontal sum, two scale
+// conversions and a scalar float step for every (row, token, block): more than the product
+// itself. Here the eight rows' int32 partial sums of a block are folded together by two
+// levels of hadd and one 128-bit add (integer sums, exact in any order), then the float step
+// runs for all 8 rows at once with the same operations in the same order per lane: acc +
+// float(sumi) * (d_w * d_a) from 0 ([QUANT_EXACT]), or fma(float(sumi), d_w * d_a, acc) for
+// IQ4_NL and MXFP4 ([IQUANT_ORDER]); so every output has the bits of the one-row tile.
+// GEMM/avx2 4096x4096, 64 tokens, one thread, GOPS, one-row tile -> eight rows: IQ4_NL
+// 28.0 -> 57.5, MXFP4 28.2 -> 58.7.
 template <class Dq, int NT>
 void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t* act, size_t act_stride, float* out,
                   int64_t out_stride) {
@@ -237,14 +259,11 @@ void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t*
         quad[t][q] = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[0][ib].d), static_cast<short>(w[1][ib].d),
-                                                     static_cast<short>(w[2][ib].d), static_cast<short>(w[3][ib].d),
-                                                     static_cast<short>(w[4][ib].d), static_cast<short>(w[5][ib].d),
-                                                     static_cast<short>(w[6][ib].d), static_cast<short>(w[7][ib].d)));
+    const __m256 dw = scales_rows8(w, ib);
     for (int t = 0; t < NT; ++t) {
-      const __m256i sumi = _mm256_set_m128i(quad[t][1], quad[t][0]);
+      const __m256 sumf = _mm256_cvtepi32_ps(_mm256_set_m128i(quad[t][1], quad[t][0]));
       const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a[t][ib].d)));
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), dd));
+      acc[t] = kIq32<Dq> ? _mm256_fmadd_ps(sumf, dd, acc[t]) : _mm256_add_ps(acc[t], _mm256_mul_ps(sumf, dd));
     }
   }
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + t * out_stride, acc[t]);
@@ -355,7 +374,7 @@ struct Quant {
   // (dense Q8_0 decode 15.2 vs 15.3 t/s; 11.3 without the prefetch).
   static void rows(const MatmulArgs& m, int64_t r0, int64_t r1, int64_t t0, int64_t nt) {
     int64_t r = r0;
-    if constexpr (std::is_base_of_v<Dot32Base, Dq>) {  // the legacy 32-block types
+    if constexpr (kAny32<Dq>) {
       const int64_t nb = m.n_in / Dq::kBlock;
       const uint8_t* act = static_cast<const uint8_t*>(m.act);
       for (; nt > 1 && r + 8 <= r1; r += 8) {
