@@ -36,6 +36,19 @@ constexpr bool kIq32 = std::is_base_of_v<IqDot32Base, Dq>;  // fma float step ([
 template <class Dq>
 constexpr bool kAny32 = std::is_base_of_v<Dot32Base, Dq> || kIq32<Dq>;
 
+// 32-block types whose |w| <= 16 (Q4_0, Q5_0, MXFP4): the maddubs pairs of four blocks (or
+// rows) are folded in int16 by two levels of hadd, 8 products of at most 16 x 128 each per
+// lane (16384, no wrap), and widened by one madd, instead of a madd per block.
+template <class Dq>
+constexpr bool kFold16 = std::is_same_v<Dq, DotQ4_0> || std::is_same_v<Dq, DotQ5_0> || std::is_same_v<Dq, DotMXFP4>;
+
+// Four blocks' maddubs pairs (kFold16 types) folded to their four lane sums (exact).
+[[gnu::always_inline]] inline __m128i fold4_16(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  const __m256i h =
+      _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(v0, v1), _mm256_hadd_epi16(v2, v3)), _mm256_set1_epi16(1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 // Four blocks' int32 lanes folded to their four lane sums (exact integer sums).
 [[gnu::always_inline]] inline __m128i fold4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
   const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
@@ -78,10 +91,11 @@ template <class Dq, int R>
 void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, float* const* out) {
   float acc[R] = {};
   const __m256i ones = _mm256_set1_epi16(1);
-  auto block_sum = [&](const typename Dq::WBlock& b, __m256i x) {
+  auto pairs = [&](const typename Dq::WBlock& b, __m256i x) {  // int16 pair products
     const __m256i wq = Dq::weights(b);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(x, wq)), ones);
+    return _mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(x, wq));
   };
+  auto block_sum = [&](const typename Dq::WBlock& b, __m256i x) { return _mm256_madd_epi16(pairs(b, x), ones); };
   auto step = [](float& acc_r, float sumf, float dw, float da) {
     const float dd = dw * da;
     acc_r = kIq32<Dq> ? std::fma(sumf, dd, acc_r) : acc_r + sumf * dd;
@@ -93,12 +107,14 @@ void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, 
     __m256i sums[R][4];
     for (int k = 0; k < 4; ++k) {
       const __m256i x = load_a(ib + k);
-      for (int r = 0; r < R; ++r) sums[r][k] = block_sum(w[r][ib + k], x);
+      for (int r = 0; r < R; ++r) sums[r][k] = kFold16<Dq> ? pairs(w[r][ib + k], x) : block_sum(w[r][ib + k], x);
     }
     alignas(16) float f[R][4], dd[R][4];  // per block: the sum, d_w * d_a
     const __m128 da = scales4(a + ib);
     for (int r = 0; r < R; ++r) {
-      _mm_store_ps(f[r], _mm_cvtepi32_ps(fold4(sums[r][0], sums[r][1], sums[r][2], sums[r][3])));
+      const __m128i si = kFold16<Dq> ? fold4_16(sums[r][0], sums[r][1], sums[r][2], sums[r][3])
+                                     : fold4(sums[r][0], sums[r][1], sums[r][2], sums[r][3]);
+      _mm_store_ps(f[r], _mm_cvtepi32_ps(si));
       _mm_store_ps(dd[r], _mm_mul_ps(scales4(w[r] + ib), da));
     }
     for (int k = 0; k < 4; ++k)
@@ -249,13 +265,15 @@ void tile32_rows8(int64_t nb, const uint8_t* w0, size_t w_stride, const uint8_t*
           const __m256i wq = Dq::weights(b), aw = _mm256_abs_epi8(wq);
           for (int t = 0; t < NT; ++t) {  // |w| x (a * sign(w)): exact int16 pairs
             const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][ib].qs)), wq);
-            p[t][k] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, s), ones);
+            p[t][k] = kFold16<Dq> ? _mm256_maddubs_epi16(aw, s) : _mm256_madd_epi16(_mm256_maddubs_epi16(aw, s), ones);
           }
         }
-        for (int t = 0; t < NT; ++t) pairs[t][pr] = _mm256_hadd_epi32(p[t][0], p[t][1]);
+        for (int t = 0; t < NT; ++t)
+          pairs[t][pr] = kFold16<Dq> ? _mm256_hadd_epi16(p[t][0], p[t][1]) : _mm256_hadd_epi32(p[t][0], p[t][1]);
       }
       for (int t = 0; t < NT; ++t) {  // [r0..r3 low halves | r0..r3 high halves] -> r0..r3
-        const __m256i h = _mm256_hadd_epi32(pairs[t][0], pairs[t][1]);
+        const __m256i h = kFold16<Dq> ? _mm256_madd_epi16(_mm256_hadd_epi16(pairs[t][0], pairs[t][1]), ones)
+                                      : _mm256_hadd_epi32(pairs[t][0], pairs[t][1]);
         quad[t][q] = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
       }
     }
