@@ -116,6 +116,9 @@ struct AttnArgs {
   int64_t out_head_stride;
   int head_begin;  // heads to compute (thread split)
   int head_end;
+  // [n_head] or null: an attention sink per head (DeepSeek-V4), a logit with no value that
+  // enters only the denominator: the online softmax starts at m = sink, l = 1.
+  const float* sinks = nullptr;
 };
 
 // DeepSeek absorbed MLA attention over the latent cache rows [c (kv_lora) | k_pe (n_rope)]:

@@ -109,6 +109,10 @@ void flash_attn(const AttnArgs& a) {
       const float* q = a.q + it * a.q_tok_stride + ih * a.q_head_stride;
       const size_t kv_head = static_cast<size_t>(ih / group);
       OnlineSoftmax os(a.d_v);
+      if (a.sinks) {  // a sink: a logit with no value, in the denominator only
+        os.m = a.sinks[ih];
+        os.l = 1.0f;
+      }
       for (int64_t j0 = 0; j0 < n_kv; j0 += kTile) {
         const int nt = static_cast<int>(std::min<int64_t>(kTile, n_kv - j0));
         float tile_max = -INFINITY;

@@ -58,7 +58,12 @@ struct AttnMember {
   const float* qb = nullptr;  // d_b wide (MLA's q_pe), unused when d_b == 0
   float* out = nullptr;       // d_v wide
   int64_t n_kv = 0;           // attends to KV rows [0, n_kv)
+  float sink = -INFINITY;     // AttnArgs::sinks: the online softmax's start (m = sink, l = 1)
 };
+// The online softmax's starting denominator: 1 for a sink (its exp(sink - m) at m = sink).
+inline float sink_l0(float sink) {
+  return sink == -INFINITY ? 0.0f : 1.0f;
+}
 
 struct AttnJob {
   int n_m = 0;

@@ -139,8 +139,8 @@ void attend_direct(const AttnJob& job) {
     qa[m] = job.mem[m].qa;
     qb[m] = job.mem[m].qb;
     acc[m] = acc_mem + static_cast<size_t>(m) * job.d_v;
-    m_run[m] = -INFINITY;
-    l_run[m] = 0.0f;
+    m_run[m] = job.mem[m].sink;
+    l_run[m] = sink_l0(job.mem[m].sink);
   }
   const int64_t n_kv = job.mem[0].n_kv;
   const int tile = tile_rows<V>(job.d_a + job.d_b, job.v ? job.d_v : 0);  // attend()'s tiles

@@ -74,8 +74,10 @@ void attend(const AttnJob& job) {
   const int kw = job.d_a + job.d_b;
   int64_t n_kv = 0;
   for (int i = 0; i < job.n_m; ++i) n_kv = std::max(n_kv, job.mem[i].n_kv);
-  std::fill(st.m, st.m + job.n_m, -INFINITY);
-  std::fill(st.l, st.l + job.n_m, 0.0f);
+  for (int i = 0; i < job.n_m; ++i) {
+    st.m[i] = job.mem[i].sink;
+    st.l[i] = sink_l0(job.mem[i].sink);
+  }
   const int v_ld = (job.d_v + V::kWidth - 1) / V::kWidth * V::kWidth;
   const int tile = job.pairs ? pairs_tile_rows(v_ld) : tile_rows<V>(kw, job.v ? job.d_v : 0);
   const size_t k_bytes = ggml_row_size(job.k->type, kw), v_bytes = job.v ? ggml_row_size(job.v->type, job.d_v) : 0;
@@ -190,7 +192,8 @@ void flash_attn(const AttnArgs& a) {
         for (int h = h0; h < h1; ++h)
           job.mem[job.n_m++] = {.qa = a.q + it * a.q_tok_stride + h * a.q_head_stride,
                                 .out = a.out + it * a.out_tok_stride + h * a.out_head_stride,
-                                .n_kv = static_cast<int64_t>(a.q_pos[it]) + 1};
+                                .n_kv = static_cast<int64_t>(a.q_pos[it]) + 1,
+                                .sink = a.sinks ? a.sinks[h] : -INFINITY};
       job.pairs = pairs;
       job.d_a = a.d_k;
       job.d_v = a.d_v;

@@ -4,7 +4,8 @@
 // 4,096, one query and several (causal by position), paged blocks in shuffled order.
 // Prefill chunks (several queries share each converted KV tile): chunks of 3 to 37
 // queries, scattered and repeated positions, row tails, and bitwise independence of a
-// query's output from the other queries and heads of its call [BATCH_INVARIANT].
+// query's output from the other queries and heads of its call [BATCH_INVARIANT]; attention
+// sinks over picked (scattered) rows.
 // Tables with attn_bf16_dot round q and the softmax weights to bf16 over a BF16 cache (GQA
 // and MLA): there the naive side rounds q too, and the weights' rounding is allowed its bound.
 #include <gtest/gtest.h>
@@ -229,6 +230,76 @@ TEST(Attention, FlashAttnEqualsNaiveSoftmax) {
               ASSERT_LE(err, kAttnRelTol)
                   << table_name(*kt) << " " << ggml_type_name(t) << " ctx=" << ctx << " q=" << it << " head=" << ih;
             }
+        }
+      }
+    }
+}
+
+// Attention sinks (DeepSeek-V4): one KV head for all query heads with key = value = the
+// row, read through a picked view (block size 1, a row pointer per candidate) at scattered
+// rows, and per head a sink logit that enters the denominator only:
+// out = sum_j e^(s_j - m) v_j / (sum_j e^(s_j - m) + e^(sink - m)). Sinks far above the
+// scores (the output shrinks toward 0), far below (no effect) and in between; candidate
+// counts within one tile and across several.
+TEST(Attention, FlashAttnSinksEqualNaiveSoftmaxWithSink) {
+  const int n_head = 6, d = 512;
+  std::mt19937 rng(23);
+  const float sinks[n_head] = {-30.0f, -1.0f, 0.0f, 0.5f, 2.0f, 12.0f};
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
+    for (int n_c : {1, 5, 16, 17, 150}) {
+      const PagedKv kv(rng, t, 2 * n_c + 3, d);
+      std::vector<const uint8_t*> picked;
+      std::vector<int64_t> ids;
+      for (int c = 0; c < n_c; ++c) {  // every other row, backwards: not a contiguous run
+        ids.push_back(2 * (n_c - 1 - c) + 1);
+        picked.push_back(kv.row(ids.back()));
+      }
+      const KvView view{.type = t, .blocks = picked.data(), .block_size = 1, .row_stride = 0};
+      const int32_t last = n_c - 1;
+      const auto q = random_floats(rng, n_head * d, -0.1f, 0.1f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+      for (const KernelTable* kt : available_tables()) {
+        if (rounds_to_bf16(*kt, t, d)) continue;  // the bf16-rounding naive side has no sink form
+        std::vector<float> out(static_cast<size_t>(n_head * d), NAN);
+        kt->flash_attn({.n_head = n_head,
+                        .n_head_kv = 1,
+                        .d_k = d,
+                        .d_v = d,
+                        .scale = scale,
+                        .n_q = 1,
+                        .q = q.data(),
+                        .q_tok_stride = n_head * d,
+                        .q_head_stride = d,
+                        .q_pos = &last,
+                        .k = view,
+                        .v = view,
+                        .out = out.data(),
+                        .out_tok_stride = n_head * d,
+                        .out_head_stride = d,
+                        .head_begin = 0,
+                        .head_end = n_head,
+                        .sinks = sinks});
+        for (int h = 0; h < n_head; ++h) {
+          std::vector<double> scores;
+          std::vector<std::vector<double>> values;
+          for (int64_t j : ids) {
+            values.push_back(kv.read(j, 0, d));
+            double s = 0.0;
+            for (int i = 0; i < d; ++i) s += static_cast<double>(q[static_cast<size_t>(h * d + i)]) * values.back()[i];
+            scores.push_back(s * scale);
+          }
+          const double m = std::max(*std::max_element(scores.begin(), scores.end()), static_cast<double>(sinks[h]));
+          double den = std::exp(sinks[h] - m);
+          std::vector<double> want(static_cast<size_t>(d), 0.0);
+          for (size_t j = 0; j < scores.size(); ++j) {
+            const double p = std::exp(scores[j] - m);
+            den += p;
+            for (int i = 0; i < d; ++i) want[static_cast<size_t>(i)] += p * values[j][static_cast<size_t>(i)];
+          }
+          for (double& w : want) w /= den;
+          const float* o = out.data() + h * d;
+          ASSERT_LE(attn_err(o, want, 0.0), kAttnRelTol)
+              << table_name(*kt) << " " << ggml_type_name(t) << " candidates=" << n_c << " sink=" << sinks[h];
         }
       }
     }
