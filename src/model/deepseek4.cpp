@@ -118,8 +118,10 @@ size_t Deepseek4Model::scratch_bytes(int64_t T) const {
   const size_t proj = t * f * (2 * ql + 2 * H * D + D + 4 * D + HI * DI + HI + 4 * DI) + 4 * t * (E + ql + H * D) +
                       t * 8 * 64 + 16 * 64;
   const size_t sel = t * (K + 1) * sizeof(int32_t) + t * f * 2 + 8 * 64;
-  const size_t per_thread =
-      nth * ((H * D + 4 * H + 4 * D + 2 * DI + (HI + 1) * kMaxRun) * f + K * sizeof(dsv4::ScoredRow) + 256);
+  // attend's candidate row pointers: the window plus k (ratio 4) or a row per 128 positions
+  const size_t cand = static_cast<size_t>(hp_.n_swa) + std::max(K, static_cast<size_t>(hp_.n_ctx_train) / 128 + 1);
+  const size_t per_thread = nth * ((H * D + 4 * H + 4 * D + 2 * DI + (HI + 1) * kMaxRun) * f +
+                                   K * sizeof(dsv4::ScoredRow) + cand * sizeof(void*) + 320);
   const size_t out = t * (H * D + GO) * f + 4 * t * (H * D + GO) + 8 * 64;
   const size_t attn = mix + proj + sel + per_thread + out + 4 * t * ForwardCtx::kAttnItemBytes;
   const size_t ffn = mix + t * E * f + dsv4::moe_scratch(hp_, T);
@@ -298,60 +300,54 @@ void Deepseek4Model::attend(int il, ForwardCtx& ctx, const Proj& p, const int32_
   const int r = ratio(il), k = hp_.idx_top_k;
   const RowLayout L = dsv4::row_layout(hp_, il, ctx.kv.type);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const bool f32 = ctx.kv.type == GgmlType::F32;
   const int nth = ctx.pool.n_threads();
-  // Per thread: a dequantized row, and m, l per head.
-  float* buf = ctx.arena.alloc<float>(static_cast<int64_t>(nth) * (D + 2 * H));
-  // Items: (query, range of heads); heads are split only when queries are fewer than threads.
   const int64_t T = ctx.batch.n_tok;
+  // A query's candidates (window rows, then compressed rows) as a picked view: one row
+  // pointer each (at its raw or comp part), block size 1, the kernel attending to all of
+  // them (q_pos = count - 1). Per thread: room for the most any query of the batch has.
+  int64_t max_pos = 0;
+  for (int64_t t = 0; t < T; ++t) max_pos = std::max<int64_t>(max_pos, ctx.batch.pos[t]);
+  const int64_t max_c = hp_.n_swa + (r == 128 ? (max_pos + 1) / 128 : r == 4 ? k : 0);
+  const uint8_t** rows = ctx.arena.alloc<const uint8_t*>(static_cast<int64_t>(nth) * max_c);
+  // Items: (query, range of heads); heads are split only when queries are fewer than threads.
   const int groups = static_cast<int>(std::clamp<int64_t>((nth + T - 1) / T, 1, H));
   ctx.pool.parallel_for(T * groups, 1, [&](int64_t i0, int64_t i1, int ith) {
-    float* row_f = buf + static_cast<int64_t>(ith) * (D + 2 * H);
-    float* m = row_f + D;
-    float* l = m + H;
+    const uint8_t** cand = rows + static_cast<int64_t>(ith) * max_c;
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t t = item / groups;
       const int g = static_cast<int>(item % groups);
-      const int h0 = static_cast<int>(H * g / groups), h1 = static_cast<int>(H * (g + 1) / groups);
       const SeqSlice& sq = ctx.seq_of(t);
       const int64_t pos = ctx.batch.pos[t];
-      float* ot = o + t * H * D;
-      for (int h = h0; h < h1; ++h) {  // the sink enters the denominator only: exp(sink - max)
-        m[h] = lw.attn_sinks.data[h];
-        l[h] = 1.0f;
-        std::fill(ot + h * D, ot + (h + 1) * D, 0.0f);
-      }
-      auto visit = [&](const uint8_t* ptr) {
-        const float* key = reinterpret_cast<const float*>(ptr);
-        if (!f32) {
-          dequantize_row(ctx.kv.type, ptr, row_f, D);
-          key = row_f;
-        }
-        for (int h = h0; h < h1; ++h) {
-          const float s = ctx.kt.vec_dot(GgmlType::F32, D, key, p.q + (t * H + h) * D) * scale;
-          float* oh = ot + h * D;
-          if (s > m[h]) {
-            const float f = std::exp(m[h] - s);
-            l[h] = l[h] * f + 1.0f;
-            for (int64_t i = 0; i < D; ++i) oh[i] = oh[i] * f + key[i];
-            m[h] = s;
-          } else {
-            const float e = std::exp(s - m[h]);
-            l[h] += e;
-            for (int64_t i = 0; i < D; ++i) oh[i] += e * key[i];
-          }
-        }
-      };
-      for (int64_t q = std::max<int64_t>(0, pos - hp_.n_swa + 1); q <= pos; ++q) visit(row_at(ctx, sq, il, q) + L.raw);
+      int32_t n = 0;
+      for (int64_t q = std::max<int64_t>(0, pos - hp_.n_swa + 1); q <= pos; ++q)
+        cand[n++] = row_at(ctx, sq, il, q) + L.raw;
       if (r == 128) {
-        for (int64_t b = 0; b < (pos + 1) / 128; ++b) visit(row_at(ctx, sq, il, 128 * b + 127) + L.comp);
+        for (int64_t b = 0; b < (pos + 1) / 128; ++b) cand[n++] = row_at(ctx, sq, il, 128 * b + 127) + L.comp;
       } else if (r == 4) {
-        for (int i = 0; i < n_sel[t]; ++i) visit(row_at(ctx, sq, il, 4 * int64_t{sel[t * k + i]} + 3) + L.comp);
+        for (int i = 0; i < n_sel[t]; ++i) cand[n++] = row_at(ctx, sq, il, 4 * int64_t{sel[t * k + i]} + 3) + L.comp;
       }
-      for (int h = h0; h < h1; ++h) {
-        const float inv = 1.0f / l[h];
-        for (int64_t i = 0; i < D; ++i) ot[h * D + i] *= inv;
-      }
+      const KvView picked{.type = ctx.kv.type, .blocks = cand, .block_size = 1, .row_stride = 0};
+      const int32_t last = n - 1;
+      // Key = value = the row (D wide, one KV head for all H); the sink starts each head's
+      // online softmax (m = sink, l = 1), so it enters the denominator only.
+      ctx.kt.flash_attn(AttnArgs{.n_head = static_cast<int>(H),
+                                 .n_head_kv = 1,
+                                 .d_k = static_cast<int>(D),
+                                 .d_v = static_cast<int>(D),
+                                 .scale = scale,
+                                 .n_q = 1,
+                                 .q = p.q + t * H * D,
+                                 .q_tok_stride = H * D,
+                                 .q_head_stride = D,
+                                 .q_pos = &last,
+                                 .k = picked,
+                                 .v = picked,
+                                 .out = o + t * H * D,
+                                 .out_tok_stride = H * D,
+                                 .out_head_stride = D,
+                                 .head_begin = static_cast<int>(H * g / groups),
+                                 .head_end = static_cast<int>(H * (g + 1) / groups),
+                                 .sinks = lw.attn_sinks.data});
     }
   });
   // Inverse RoPE at each query's position: the angle -theta (negated positions).
