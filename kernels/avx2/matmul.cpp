@@ -38,7 +38,8 @@ constexpr bool kAny32 = std::is_base_of_v<Dot32Base, Dq> || kIq32<Dq>;
 
 // 32-block types whose |w| <= 16 (Q4_0, Q5_0, MXFP4): the maddubs pairs of four blocks (or
 // rows) are folded in int16 by two levels of hadd, 8 products of at most 16 x 128 each per
-// lane (16384, no wrap), and widened by one madd, instead of a madd per block.
+// lane (16384, no wrap; 31 x 128 = 31744 for the unsigned weights of row32), and widened by
+// one madd, instead of a madd per block.
 template <class Dq>
 constexpr bool kFold16 = std::is_same_v<Dq, DotQ4_0> || std::is_same_v<Dq, DotQ5_0> || std::is_same_v<Dq, DotMXFP4>;
 
@@ -87,11 +88,60 @@ template <class WB>
   }
 }
 
+// Decode of Q4_0, Q5_0 and MXFP4 against unsigned weights: w = u - c with u = the nibble (Q4_0,
+// c = 8), nibble | fifth bit (Q5_0, 16) or the value plus 12 (MXFP4, values -12..12), so that
+// sum w a = sum u a - c sum a, exactly in integers: maddubs(u, a) needs neither |w| nor a
+// signed activation (two instructions fewer per block and row), and c sum a comes from a
+// per-call table of the activation's blocks (offset_sums) shared by every row.
+template <class Dq>
+constexpr int kOffset = std::is_same_v<Dq, DotQ4_0>    ? 8
+                        : std::is_same_v<Dq, DotQ5_0>  ? 16
+                        : std::is_same_v<Dq, DotMXFP4> ? 12
+                                                       : 0;
+constexpr int64_t kMaxOffsetBlocks = 2048;  // offset_sums on the stack: rows up to 65,536 wide
+
+template <class Dq>
+[[gnu::always_inline]] inline __m256i unsigned_weights(const typename Dq::WBlock& b, __m128i mx_table) {
+  if constexpr (std::is_same_v<Dq, DotQ4_0>) {
+    return nibbles32(b.qs);
+  } else if constexpr (std::is_same_v<Dq, DotQ5_0>) {
+    return _mm256_or_si256(nibbles32(b.qs), high_bits32(b.qh));
+  } else {
+    return iq_nibble_values(b.qs, mx_table);
+  }
+}
+// MXFP4's value table plus 12 (unsigned_weights).
+[[gnu::always_inline]] inline __m128i mxfp4_unsigned_table() {
+  return _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)), _mm_set1_epi8(12));
+}
+
+// out[ib] = c * (sum of activation block ib's 32 quants), nb blocks.
+template <class Dq>
+void offset_sums(int64_t nb, const BlockQ8_0* a, int32_t* out) {
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  auto block = [&](int64_t ib) {
+    return _mm256_madd_epi16(
+        _mm256_maddubs_epi16(ones8, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[ib].qs))), ones16);
+  };
+  int64_t ib = 0;
+  for (; ib + 4 <= nb; ib += 4)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + ib),
+        _mm_mullo_epi32(fold4(block(ib), block(ib + 1), block(ib + 2), block(ib + 3)), _mm_set1_epi32(kOffset<Dq>)));
+  for (; ib < nb; ++ib) out[ib] = kOffset<Dq> * hsum_epi32(block(ib));
+}
+
+// With csum (offset_sums, kOffset types) the products take unsigned_weights.
 template <class Dq, int R>
-void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, float* const* out) {
+void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, float* const* out,
+           const int32_t* csum = nullptr) {
   float acc[R] = {};
   const __m256i ones = _mm256_set1_epi16(1);
+  [[maybe_unused]] const __m128i mx_table = mxfp4_unsigned_table();
   auto pairs = [&](const typename Dq::WBlock& b, __m256i x) {  // int16 pair products
+    if constexpr (kOffset < Dq >> 0) {
+      if (csum) return _mm256_maddubs_epi16(unsigned_weights<Dq>(b, mx_table), x);
+    }
     const __m256i wq = Dq::weights(b);
     return _mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(x, wq));
   };
@@ -112,8 +162,9 @@ void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, 
     alignas(16) float f[R][4], dd[R][4];  // per block: the sum, d_w * d_a
     const __m128 da = scales4(a + ib);
     for (int r = 0; r < R; ++r) {
-      const __m128i si = kFold16<Dq> ? fold4_16(sums[r][0], sums[r][1], sums[r][2], sums[r][3])
-                                     : fold4(sums[r][0], sums[r][1], sums[r][2], sums[r][3]);
+      __m128i si = kFold16<Dq> ? fold4_16(sums[r][0], sums[r][1], sums[r][2], sums[r][3])
+                               : fold4(sums[r][0], sums[r][1], sums[r][2], sums[r][3]);
+      if (csum) si = _mm_sub_epi32(si, _mm_loadu_si128(reinterpret_cast<const __m128i*>(csum + ib)));
       _mm_store_ps(f[r], _mm_cvtepi32_ps(si));
       _mm_store_ps(dd[r], _mm_mul_ps(scales4(w[r] + ib), da));
     }
@@ -125,7 +176,8 @@ void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, 
     const __m256i x = load_a(ib);
     const float da = half_to_float(a[ib].d);
     for (int r = 0; r < R; ++r)
-      step(acc[r], static_cast<float>(hsum_epi32(block_sum(w[r][ib], x))), Dq::scale(w[r][ib]), da);
+      step(acc[r], static_cast<float>(hsum_epi32(block_sum(w[r][ib], x)) - (csum ? csum[ib] : 0)), Dq::scale(w[r][ib]),
+           da);
   }
   for (int r = 0; r < R; ++r) *out[r] = acc[r];
 }
@@ -423,12 +475,20 @@ struct Quant {
         const auto* act =
             reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride);
         const int64_t nb = m.n_in / Dq::kBlock;
+        alignas(16) int32_t csum_buf[kOffset<Dq> > 0 ? kMaxOffsetBlocks : 1];
+        const int32_t* csum = nullptr;
+        if constexpr (kOffset < Dq >> 0) {
+          if (nb <= kMaxOffsetBlocks && r1 - r >= 4) {
+            offset_sums<Dq>(nb, act, csum_buf);
+            csum = csum_buf;
+          }
+        }
         for (; r + 2 <= r1; r += 2) {
           const auto* w = static_cast<const uint8_t*>(m.w) + r * m.w_row_stride;
           const typename Dq::WBlock* rows[2] = {reinterpret_cast<const typename Dq::WBlock*>(w),
                                                 reinterpret_cast<const typename Dq::WBlock*>(w + m.w_row_stride)};
           float* outs[2] = {m.out + t0 * m.out_stride + r, m.out + t0 * m.out_stride + r + 1};
-          row32<Dq, 2>(nb, rows, act, outs);
+          row32<Dq, 2>(nb, rows, act, outs, csum);
         }
       }
     }
