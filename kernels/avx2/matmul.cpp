@@ -98,6 +98,8 @@ constexpr int kOffset = std::is_same_v<Dq, DotQ4_0>    ? 8
                         : std::is_same_v<Dq, DotQ5_0>  ? 16
                         : std::is_same_v<Dq, DotMXFP4> ? 12
                                                        : 0;
+template <class Dq>
+constexpr bool kUnsigned = kOffset<Dq> != 0;
 constexpr int64_t kMaxOffsetBlocks = 2048;  // offset_sums on the stack: rows up to 65,536 wide
 
 template <class Dq>
@@ -139,7 +141,7 @@ void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, 
   const __m256i ones = _mm256_set1_epi16(1);
   [[maybe_unused]] const __m128i mx_table = mxfp4_unsigned_table();
   auto pairs = [&](const typename Dq::WBlock& b, __m256i x) {  // int16 pair products
-    if constexpr (kOffset < Dq >> 0) {
+    if constexpr (kUnsigned<Dq>) {
       if (csum) return _mm256_maddubs_epi16(unsigned_weights<Dq>(b, mx_table), x);
     }
     const __m256i wq = Dq::weights(b);
@@ -475,9 +477,9 @@ struct Quant {
         const auto* act =
             reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(m.act) + t0 * m.act_row_stride);
         const int64_t nb = m.n_in / Dq::kBlock;
-        alignas(16) int32_t csum_buf[kOffset<Dq> > 0 ? kMaxOffsetBlocks : 1];
+        alignas(16) int32_t csum_buf[kUnsigned<Dq> ? kMaxOffsetBlocks : 1];
         const int32_t* csum = nullptr;
-        if constexpr (kOffset < Dq >> 0) {
+        if constexpr (kUnsigned<Dq>) {
           if (nb <= kMaxOffsetBlocks && r1 - r >= 4) {
             offset_sums<Dq>(nb, act, csum_buf);
             csum = csum_buf;
