@@ -36,12 +36,24 @@ constexpr bool kIq32 = std::is_base_of_v<IqDot32Base, Dq>;  // fma float step ([
 template <class Dq>
 constexpr bool kAny32 = std::is_base_of_v<Dot32Base, Dq> || kIq32<Dq>;
 
-// 32-block types whose |w| <= 16 (Q4_0, Q5_0, MXFP4): the maddubs pairs of four blocks (or
-// rows) are folded in int16 by two levels of hadd, 8 products of at most 16 x 128 each per
-// lane (16384, no wrap; 31 x 128 = 31744 for the unsigned weights of row32), and widened by
-// one madd, instead of a madd per block.
+// Decode of Q4_0, Q5_0 and MXFP4 against unsigned weights: w = u - c with u = the nibble (Q4_0,
+// c = 8), nibble | fifth bit (Q5_0, 16) or the value plus 12 (MXFP4, values -12..12), so that
+// sum w a = sum u a - c sum a, exactly in integers: maddubs(u, a) needs neither |w| nor a
+// signed activation (two instructions fewer per block and row), and c sum a comes from a
+// per-call table of the activation's blocks (offset_sums) shared by every row.
 template <class Dq>
-constexpr bool kFold16 = std::is_same_v<Dq, DotQ4_0> || std::is_same_v<Dq, DotQ5_0> || std::is_same_v<Dq, DotMXFP4>;
+constexpr int kOffset = std::is_same_v<Dq, DotQ4_0>    ? 8
+                        : std::is_same_v<Dq, DotQ5_0>  ? 16
+                        : std::is_same_v<Dq, DotMXFP4> ? 12
+                                                       : 0;
+template <class Dq>
+constexpr bool kUnsigned = kOffset<Dq> != 0;
+// The same types have |w| <= 16: the maddubs pairs of four blocks (or rows) are folded in
+// int16 by two levels of hadd, 8 products of at most 16 x 128 each per lane (16384, no wrap;
+// 31 x 128 = 31744 for the unsigned weights), and widened by one madd, instead of a madd per
+// block.
+template <class Dq>
+constexpr bool kFold16 = kUnsigned<Dq>;
 
 // Four blocks' maddubs pairs (kFold16 types) folded to their four lane sums (exact).
 [[gnu::always_inline]] inline __m128i fold4_16(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
@@ -56,50 +68,40 @@ constexpr bool kFold16 = std::is_same_v<Dq, DotQ4_0> || std::is_same_v<Dq, DotQ5
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// R adjacent rows of a 32-block type against one activation row (decode), four blocks per
-// step. The one-block tile pays a horizontal sum (7 instructions) per 32 elements, more than
-// the product: here four blocks' int32 lanes are folded by three hadds and one 128-bit add
-// (exact integer sums), and the float steps then run block by block in the tile's order, so
-// each output has the tile's bits. With R = 2 (the 4- and 5-bit types) two rows' float
-// chains, each one dependent add or fma per 32 elements that bounds a single row at its
-// latency, overlap, and the activation block's load and scale serve both; the rows are
-// adjacent, so prefetching ahead of the last covers the others. One thread, 64 x 1536 from
-// L2, ns per block, R = 1 / 2: Q4_0 2.66 / 2.21, IQ4_NL 2.60 / 2.27, MXFP4 2.62 / 2.37;
-// GEMV_COLD 2 threads GOPS: Q4_0 37.8-39.0 / 45.6-47.4, MXFP4 42.6-42.9 / 43.6-44.1. Q8_0,
-// which reads its bytes at memory speed, stays at R = 1: two interleaved rows read it slower
-// cold (1 thread 30 -> 16-25 GOPS).
-// The scales of four consecutive 32-blocks as float lanes 0..3, built in the vector unit: the
-// fp16 d fields packed in one general register (one transfer, one vcvtph2ps), MXFP4's E8M0
-// exponents decoded with iq::mxfp4_scale's bit rule (e >= 2: (e - 1) << 23, else
-// 0x00200000 << e). The same floats as scale() block by block.
+// A 32-block's scale field as bits: MXFP4's E8M0 exponent byte, else the fp16 d.
 template <class WB>
-[[gnu::always_inline]] inline __m128 scales4(const WB* b) {
+constexpr int kScaleBits = std::is_same_v<WB, BlockMxfp4> ? 8 : 16;
+template <class WB>
+[[gnu::always_inline]] inline uint64_t scale_field(const WB& b) {
   if constexpr (std::is_same_v<WB, BlockMxfp4>) {
-    const uint32_t e = static_cast<uint32_t>(b[0].e) | static_cast<uint32_t>(b[1].e) << 8 |
-                       static_cast<uint32_t>(b[2].e) << 16 | static_cast<uint32_t>(b[3].e) << 24;
-    const __m128i ev = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(e)));
+    return b.e;
+  } else {
+    return b.d;
+  }
+}
+// Four scale fields packed kScaleBits apart (field k at bit k * kScaleBits) as float lanes
+// 0..3, decoded in the vector unit: the fp16 d fields by one vcvtph2ps, MXFP4's E8M0 exponents
+// with iq::mxfp4_scale's bit rule (e >= 2: (e - 1) << 23, else 0x00200000 << e). The same
+// floats as scale() block by block; the fields travel in one general register (one transfer).
+template <class WB>
+[[gnu::always_inline]] inline __m128 scale_lanes4(uint64_t packed) {
+  if constexpr (std::is_same_v<WB, BlockMxfp4>) {
+    const __m128i ev = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(packed)));
     const __m128i normal = _mm_slli_epi32(_mm_sub_epi32(ev, _mm_set1_epi32(1)), 23);
     const __m128i small = _mm_sllv_epi32(_mm_set1_epi32(0x00200000), ev);
     return _mm_castsi128_ps(_mm_blendv_epi8(small, normal, _mm_cmpgt_epi32(ev, _mm_set1_epi32(1))));
   } else {
-    const uint64_t d = static_cast<uint64_t>(b[0].d) | static_cast<uint64_t>(b[1].d) << 16 |
-                       static_cast<uint64_t>(b[2].d) << 32 | static_cast<uint64_t>(b[3].d) << 48;
-    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(d)));
+    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed)));
   }
 }
+// Four consecutive blocks' scales.
+template <class WB>
+[[gnu::always_inline]] inline __m128 scales4(const WB* b) {
+  uint64_t packed = 0;
+  for (int k = 0; k < 4; ++k) packed |= scale_field(b[k]) << (kScaleBits<WB> * k);
+  return scale_lanes4<WB>(packed);
+}
 
-// Decode of Q4_0, Q5_0 and MXFP4 against unsigned weights: w = u - c with u = the nibble (Q4_0,
-// c = 8), nibble | fifth bit (Q5_0, 16) or the value plus 12 (MXFP4, values -12..12), so that
-// sum w a = sum u a - c sum a, exactly in integers: maddubs(u, a) needs neither |w| nor a
-// signed activation (two instructions fewer per block and row), and c sum a comes from a
-// per-call table of the activation's blocks (offset_sums) shared by every row.
-template <class Dq>
-constexpr int kOffset = std::is_same_v<Dq, DotQ4_0>    ? 8
-                        : std::is_same_v<Dq, DotQ5_0>  ? 16
-                        : std::is_same_v<Dq, DotMXFP4> ? 12
-                                                       : 0;
-template <class Dq>
-constexpr bool kUnsigned = kOffset<Dq> != 0;
 constexpr int64_t kMaxOffsetBlocks = 2048;  // offset_sums on the stack: rows up to 65,536 wide
 
 template <class Dq>
@@ -133,6 +135,18 @@ void offset_sums(int64_t nb, const BlockQ8_0* a, int32_t* out) {
   for (; ib < nb; ++ib) out[ib] = kOffset<Dq> * hsum_epi32(block(ib));
 }
 
+// R adjacent rows of a 32-block type against one activation row (decode), four blocks per
+// step. The one-block tile pays a horizontal sum (7 instructions) per 32 elements, more than
+// the product: here four blocks' int32 lanes are folded by three hadds and one 128-bit add
+// (exact integer sums), and the float steps then run block by block in the tile's order, so
+// each output has the tile's bits. With R = 2 (the 4- and 5-bit types) two rows' float
+// chains, each one dependent add or fma per 32 elements that bounds a single row at its
+// latency, overlap, and the activation block's load and scale serve both; the rows are
+// adjacent, so prefetching ahead of the last covers the others. One thread, 64 x 1536 from
+// L2, ns per block, R = 1 / 2: Q4_0 2.66 / 2.21, IQ4_NL 2.60 / 2.27, MXFP4 2.62 / 2.37;
+// GEMV_COLD 2 threads GOPS: Q4_0 37.8-39.0 / 45.6-47.4, MXFP4 42.6-42.9 / 43.6-44.1. Q8_0,
+// which reads its bytes at memory speed, stays at R = 1: two interleaved rows read it slower
+// cold (1 thread 30 -> 16-25 GOPS).
 // With csum (offset_sums, kOffset types) the products take unsigned_weights.
 template <class Dq, int R>
 void row32(int64_t nb, const typename Dq::WBlock* const* w, const BlockQ8_0* a, float* const* out,
@@ -264,18 +278,17 @@ void tile(int64_t nb, const typename Dq::WBlock* w, const uint8_t* act, size_t a
   for (int t = 0; t < NT; ++t) out[t * out_stride] = Dq::reduce(acc[t]);
 }
 
-// The scales of eight weight rows' block ib as float lanes 0..7, in the vector unit as
-// scales4 (fp16 d fields, or MXFP4's E8M0 exponents by iq::mxfp4_scale's bit rule).
+// The scales of eight weight rows' block ib as float lanes 0..7.
 template <class WB>
 [[gnu::always_inline]] inline __m256 scales_rows8(const WB* const* w, int64_t ib) {
   if constexpr (std::is_same_v<WB, BlockMxfp4>) {
-    uint64_t e = 0;
-    for (int r = 0; r < 8; ++r) e |= static_cast<uint64_t>(w[r][ib].e) << (8 * r);
-    const __m256i ev = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(e)));
-    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(ev, _mm256_set1_epi32(1)), 23);
-    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), ev);
-    return _mm256_castsi256_ps(_mm256_blendv_epi8(small, normal, _mm256_cmpgt_epi32(ev, _mm256_set1_epi32(1))));
-  } else {
+    uint64_t lo = 0, hi = 0;
+    for (int k = 0; k < 4; ++k) {
+      lo |= scale_field(w[k][ib]) << (8 * k);
+      hi |= scale_field(w[4 + k][ib]) << (8 * k);
+    }
+    return _mm256_set_m128(scale_lanes4<WB>(hi), scale_lanes4<WB>(lo));
+  } else {  // eight fp16 fields inserted into one vector (packing them in a GPR measured slower here)
     return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[0][ib].d), static_cast<short>(w[1][ib].d),
                                           static_cast<short>(w[2][ib].d), static_cast<short>(w[3][ib].d),
                                           static_cast<short>(w[4][ib].d), static_cast<short>(w[5][ib].d),
